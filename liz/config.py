@@ -1,0 +1,33 @@
+"""Settings from the environment or a `.env` file (see `.env.example`)."""
+
+from __future__ import annotations
+
+from pydantic import SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Core settings. Field names match the environment variables, case-insensitively."""
+
+    model_config = SettingsConfigDict(env_file=".env", extra="ignore")
+
+    database_url: str = "sqlite+aiosqlite:///./liz.db"
+    db_pool_size: int = 5
+    db_max_overflow: int = 10
+    db_pool_timeout: float = 30.0
+    db_echo: bool = False
+
+    openai_api_key: SecretStr | None = None
+    openai_base_url: str | None = None
+    openrouter_api_key: SecretStr | None = None
+    liz_small_model: str = "gpt-4o-mini"
+    liz_large_model: str = "gpt-4o"
+    liz_embedding_model: str = "text-embedding-3-small"
+    liz_llm_timeout: float = 60.0
+    liz_llm_max_retries: int = 2
+
+    liz_api_key: SecretStr | None = None
+    liz_prompts_dir: str | None = None
+
+    server_host: str = "127.0.0.1"
+    server_port: int = 3000

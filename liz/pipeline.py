@@ -1,0 +1,151 @@
+"""The middleware chain every message runs through, composed as koa-compose does.
+
+A middleware is any ``async def step(req, res, next)``. It may stop the chain
+by not calling ``next``; calling ``next`` twice is an error; an exception
+anywhere reaches the framework's error handlers and becomes one error response.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from liz.errors import LizError, UsageError
+from liz.runtime import Runtime
+from liz.types import AgentReply, InputObject, Memory
+
+if TYPE_CHECKING:
+    from liz.agent import BaseAgent
+
+logger = logging.getLogger(__name__)
+
+Next = Callable[[], Awaitable[None]]
+Middleware = Callable[["AgentRequest", "AgentResponse", Next], Awaitable[None]]
+ErrorHandler = Callable[[Exception, "AgentRequest", "AgentResponse"], Awaitable[None]]
+
+
+@dataclass
+class AgentRequest:
+    """Everything one message carries down the chain. Per-request state lives here."""
+
+    input: InputObject
+    agent: BaseAgent
+    runtime: Runtime
+    memories: list[Memory] = field(default_factory=list)
+    facts: list[Any] = field(default_factory=list)
+    context: str = ""
+    state: dict[str, Any] = field(default_factory=dict)
+
+
+class AgentResponse:
+    """Collects exactly one outcome: a reply (``send``) or an error (``fail``)."""
+
+    def __init__(self, input: InputObject) -> None:
+        self._input = input
+        self.reply: AgentReply | None = None
+        self.error: LizError | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.reply is not None or self.error is not None
+
+    async def send(self, text: str, *, route: str | None = None) -> None:
+        if self.done:
+            raise UsageError("res.send() called after the response was already sent or failed")
+        self.reply = AgentReply(
+            text=text,
+            route=route,
+            agent_id=self._input.agent_id,
+            user_id=self._input.user_id,
+            room_id=self._input.room,
+        )
+
+    def fail(self, error: LizError) -> None:
+        """Replace whatever was sent with an error; the last error wins."""
+        self.reply = None
+        self.error = error
+
+
+def compose(middleware: Sequence[Middleware]) -> Middleware:
+    """Compose steps into one step. The result is itself a middleware, so chains nest.
+
+    >>> chain = compose([validate_input, load_memories(limit=50), router])
+    """
+    steps = list(middleware)
+    for step in steps:
+        if not callable(step):
+            raise TypeError(f"middleware must be an async callable, got {step!r}")
+
+    async def composed(req: AgentRequest, res: AgentResponse, next: Next | None = None) -> None:
+        last_called = -1
+
+        async def dispatch(index: int) -> None:
+            nonlocal last_called
+            if index <= last_called:
+                raise UsageError("next() called multiple times")
+            last_called = index
+            if index == len(steps):
+                if next is not None:
+                    await next()
+                return
+            await steps[index](req, res, lambda: dispatch(index + 1))
+
+        await dispatch(0)
+
+    return composed
+
+
+class AgentFramework:
+    """Holds the chain and the runtime; the HTTP app, CLI and bot loop all call ``process``."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self._middleware: list[Middleware] = []
+        self._error_handlers: list[ErrorHandler] = []
+        self._chain: Middleware | None = None
+
+    def use(self, *middleware: Middleware) -> AgentFramework:
+        for step in middleware:
+            if not callable(step):
+                raise TypeError(f"middleware must be an async callable, got {step!r}")
+        self._middleware.extend(middleware)
+        self._chain = None
+        return self
+
+    def on_error(self, handler: ErrorHandler) -> AgentFramework:
+        self._error_handlers.append(handler)
+        return self
+
+    @property
+    def middleware(self) -> tuple[Middleware, ...]:
+        return tuple(self._middleware)
+
+    async def process(self, input: InputObject, agent: BaseAgent) -> AgentResponse:
+        """Run one input through the chain; always returns a reply or an error, never raises."""
+        if self._chain is None:
+            self._chain = compose(self._middleware)
+        req = AgentRequest(input=input, agent=agent, runtime=self.runtime)
+        res = AgentResponse(input)
+        try:
+            await self._chain(req, res)
+        except Exception as exc:
+            await self._handle_error(exc, req, res)
+        if not res.done:
+            res.fail(LizError("the middleware chain ended without sending a reply", status=500))
+        return res
+
+    async def _handle_error(self, exc: Exception, req: AgentRequest, res: AgentResponse) -> None:
+        if isinstance(exc, LizError):
+            logger.warning("request failed: %s", exc.message)
+            error = exc
+        else:
+            logger.exception("unexpected error while processing a request")
+            error = LizError(f"internal error: {type(exc).__name__}: {exc}", status=500)
+        res.fail(error)
+        for handler in self._error_handlers:
+            try:
+                await handler(exc, req, res)
+            except Exception:
+                logger.exception("error handler %r failed", handler)

@@ -1,0 +1,172 @@
+"""The data that flows through liz, as pydantic models.
+
+Field names follow Liz's JSON (camelCase) on the wire; in Python they are
+snake_case. Both spellings are accepted on input.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
+from pydantic.alias_generators import to_camel
+
+if TYPE_CHECKING:
+    from liz.pipeline import AgentRequest, AgentResponse
+
+
+class CamelModel(BaseModel):
+    """A model that reads and writes Liz's camelCase JSON."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True)
+
+
+class InputSource(StrEnum):
+    """Where an input came from. Only internal sources may reach internal routes."""
+
+    NETWORK = "NETWORK"  # HTTP: anyone on the network
+    TWITTER = "TWITTER"  # a mention or reply on X, written by anyone
+    CLI = "CLI"  # the operator at `liz chat` in-process
+    INTERNAL = "INTERNAL"  # the framework itself (the bot's scheduled posts)
+
+    @property
+    def is_internal(self) -> bool:
+        return self in (InputSource.CLI, InputSource.INTERNAL)
+
+
+class InputType(StrEnum):
+    TEXT = "text"
+    TEXT_AND_IMAGE = "text_and_image"
+
+
+class InputObject(CamelModel):
+    """One message to an agent, as Liz's `InputObject`. Extra fields are kept."""
+
+    source: InputSource = InputSource.NETWORK
+    user_id: str
+    agent_id: str
+    room_id: str | None = None
+    type: InputType = InputType.TEXT
+    text: str | None = None
+    image_urls: list[str] = Field(default_factory=list)
+
+    @property
+    def room(self) -> str:
+        """The room this input belongs to: its own, or one per (agent, user)."""
+        return self.room_id or f"{self.agent_id}:{self.user_id}"
+
+
+Generator = Literal["llm", "external"]
+
+
+class Memory(CamelModel):
+    """One row of Liz's `Memory` table: a message said by a user or by the agent."""
+
+    id: str = Field(default_factory=lambda: str(uuid.uuid4()))
+    user_id: str
+    agent_id: str
+    room_id: str
+    content: dict[str, Any]
+    type: str
+    generator: Generator
+    created_at: datetime
+
+    @property
+    def text(self) -> str:
+        value = self.content.get("text")
+        return value if isinstance(value, str) else json.dumps(self.content)
+
+
+class MessageContent(CamelModel):
+    text: str = ""
+
+
+class MessageExample(CamelModel):
+    """One line of an example conversation. Eliza writes the speaker as `user` or `name`."""
+
+    user: str = Field(validation_alias=AliasChoices("user", "name"))
+    content: MessageContent
+
+
+class Style(CamelModel):
+    all: list[str] = Field(default_factory=list)
+    chat: list[str] = Field(default_factory=list)
+    post: list[str] = Field(default_factory=list)
+
+
+def _as_list(value: Any) -> Any:
+    """Eliza allows a string where Liz has a list of strings."""
+    if isinstance(value, str):
+        return [value] if value.strip() else []
+    return value
+
+
+class Character(CamelModel):
+    """Who an agent is. Loads Liz's format and both of Eliza's; unknown fields are kept."""
+
+    agent_id: str = Field(validation_alias=AliasChoices("agentId", "agent_id", "id"))
+    name: str
+    system: str = ""
+    bio: list[str] = Field(default_factory=list)
+    lore: list[str] = Field(default_factory=list)
+    message_examples: list[list[MessageExample]] = Field(default_factory=list)
+    post_examples: list[str] = Field(default_factory=list)
+    topics: list[str] = Field(default_factory=list)
+    style: Style = Field(default_factory=Style)
+    adjectives: list[str] = Field(default_factory=list)
+
+    _split = field_validator("bio", "lore", "post_examples", "topics", "adjectives", mode="before")(
+        _as_list
+    )
+
+    @classmethod
+    def from_json_file(cls, path: str | Path) -> Character:
+        """Load a character from a Liz or Eliza JSON file.
+
+        Eliza's files often have no id; the name, lower-cased, is used then.
+        """
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        if not isinstance(data, dict):
+            raise ValueError(f"{path}: a character file must hold a JSON object")
+        if not any(key in data for key in ("agentId", "agent_id", "id")) and "name" in data:
+            data["agentId"] = str(data["name"]).strip().lower().replace(" ", "-")
+        if not data.get("system") and isinstance(data.get("system_prompt"), str):
+            data["system"] = data["system_prompt"]
+        return cls.model_validate(data)
+
+
+RouteHandler = Callable[["AgentRequest", "AgentResponse"], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Route:
+    """Something an agent can do with an input; the router picks one by name.
+
+    `internal_only` routes are offered to the router only for inputs from an
+    internal source (the bot loop, the CLI), never for text sent over HTTP.
+    """
+
+    name: str
+    description: str
+    handler: RouteHandler
+    internal_only: bool = False
+
+
+class AgentReply(CamelModel):
+    """What `POST /agent/input` answers: Liz's response body."""
+
+    text: str
+    route: str | None
+    agent_id: str
+    user_id: str
+    room_id: str

@@ -1,0 +1,7 @@
+"""Fixtures live in tests/fixtures/, one module per area."""
+
+pytest_plugins = [
+    "tests.fixtures.llm",
+    "tests.fixtures.db",
+    "tests.fixtures.app",
+]
