@@ -59,6 +59,9 @@ class InputObject(CamelModel):
     type: InputType = InputType.TEXT
     text: str | None = None
     image_urls: list[str] = Field(default_factory=list)
+    # Internal sources (the bot loop, the CLI) may name the route to take; the
+    # router ignores this field for every other source.
+    route: str | None = None
 
     @property
     def room(self) -> str:
