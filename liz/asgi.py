@@ -1,0 +1,36 @@
+"""The ASGI entry point ``liz serve`` runs; also usable with any ASGI server.
+
+    uvicorn --factory liz.asgi:app_from_env --workers 4
+
+reads the settings from the environment and the agents from ``LIZ_AGENTS_DIR``
+(default: the bundled ``agents/`` folder).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from starlette.applications import Starlette
+
+from liz.bootstrap import build_framework, load_agents, open_runtime
+from liz.config import Settings
+from liz.http import create_served_app
+from liz.pipeline import AgentFramework
+
+
+def create_app_for(settings: Settings, agents_dir: str | None) -> Starlette:
+    agents = load_agents(agents_dir)
+
+    @asynccontextmanager
+    async def open_framework() -> AsyncIterator[AgentFramework]:
+        async with open_runtime(settings) as runtime:
+            yield build_framework(runtime)
+
+    api_key = settings.liz_api_key.get_secret_value() if settings.liz_api_key else None
+    return create_served_app(open_framework, agents, api_key)
+
+
+def app_from_env() -> Starlette:
+    return create_app_for(Settings(), os.environ.get("LIZ_AGENTS_DIR"))

@@ -1,0 +1,122 @@
+"""Put a process together: load agents, open the runtime, build the chain.
+
+The HTTP server, the CLI and the Twitter loop all start here, so they behave alike.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import sys
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from liz.agent import BaseAgent
+from liz.config import Settings
+from liz.db.engine import create_engine, make_sessionmaker
+from liz.errors import UsageError
+from liz.llm import LLMClient
+from liz.memory.store import MemoryStore
+from liz.pipeline import AgentFramework, Middleware
+from liz.routes import standard_routes
+from liz.runtime import Clock, Runtime, utc_now
+from liz.types import Character
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_AGENTS_DIR = Path(__file__).resolve().parent.parent / "agents"
+
+
+def load_agents(directory: str | Path | None = None) -> dict[str, BaseAgent]:
+    """Load every agent in a folder, by agent id.
+
+    A ``*.py`` file defines ``create_agent()`` returning a :class:`BaseAgent`
+    (or a module-level ``agent``); a ``*.json`` file is a Liz or Eliza character
+    and gets the standard routes. Files starting with ``_`` are skipped.
+    """
+    folder = Path(directory) if directory is not None else DEFAULT_AGENTS_DIR
+    if not folder.is_dir():
+        raise UsageError(f"agents folder {str(folder)!r} does not exist; pass --agents DIR")
+    agents: dict[str, BaseAgent] = {}
+    for path in sorted(folder.iterdir()):
+        if path.name.startswith("_"):
+            continue
+        if path.suffix == ".py":
+            agent = _agent_from_module(path)
+        elif path.suffix == ".json":
+            agent = _agent_from_character(path)
+        else:
+            continue
+        if agent.agent_id in agents:
+            raise UsageError(f"{path}: a second agent with id {agent.agent_id!r}; ids must differ")
+        agents[agent.agent_id] = agent
+    if not agents:
+        raise UsageError(f"no agents in {str(folder)!r}: add a *.py or *.json agent there")
+    return agents
+
+
+def _agent_from_module(path: Path) -> BaseAgent:
+    module_name = f"liz_user_agents.{path.stem}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise UsageError(f"{path}: cannot be imported as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    factory = getattr(module, "create_agent", None)
+    agent = factory() if callable(factory) else getattr(module, "agent", None)
+    if not isinstance(agent, BaseAgent):
+        raise UsageError(f"{path}: define create_agent() returning a BaseAgent, or `agent`")
+    return agent
+
+
+def _agent_from_character(path: Path) -> BaseAgent:
+    try:
+        character = Character.from_json_file(path)
+    except ValueError as exc:
+        raise UsageError(f"{path}: not a valid character file: {exc}") from exc
+    agent = BaseAgent(character)
+    for route in standard_routes():
+        agent.add_route(route)
+    return agent
+
+
+@asynccontextmanager
+async def open_runtime(
+    settings: Settings,
+    *,
+    llm_client: LLMClient | None = None,
+    clock: Clock = utc_now,
+) -> AsyncIterator[Runtime]:
+    """Open the database and the LLM for one process; close them (after background work) on exit."""
+    engine = create_engine(settings.database_url, settings)
+    llm = llm_client or LLMClient.from_settings(settings)
+    if llm is None:
+        logger.warning(
+            "no LLM configured (set OPENAI_API_KEY, OPENROUTER_API_KEY or OPENAI_BASE_URL); "
+            "POST /agent/input will answer 503 until one is set"
+        )
+    sessions = make_sessionmaker(engine)
+    memory = MemoryStore(sessions, llm, engine=engine, clock=clock) if llm else None
+    runtime = Runtime(
+        settings=settings, sessions=sessions, llm_client=llm, clock=clock, memory=memory
+    )
+    try:
+        yield runtime
+    finally:
+        await runtime.background.drain()
+        if llm is not None and llm_client is None:
+            await llm.aclose()
+        await engine.dispose()
+
+
+def build_framework(
+    runtime: Runtime, middleware: Sequence[Middleware] | None = None
+) -> AgentFramework:
+    """A framework running ``middleware``, by default the standard chain."""
+    from middleware import standard_middleware
+
+    framework = AgentFramework(runtime)
+    framework.use(*(standard_middleware if middleware is None else middleware))
+    return framework

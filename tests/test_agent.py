@@ -1,0 +1,84 @@
+"""Characters load from Liz and Eliza files; agents render their context from templates."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from liz.agent import BaseAgent
+from liz.errors import UsageError
+from liz.routes import conversation, create_new_tweet
+from liz.templates import PromptTemplates
+from liz.types import Character
+
+DATA = Path(__file__).parent / "data"
+
+
+def character(**overrides: object) -> Character:
+    fields: dict[str, object] = {
+        "agentId": "ada",
+        "name": "Ada",
+        "system": "You are Ada.",
+        "bio": [f"bio {i}" for i in range(6)],
+        "lore": ["lore 1"],
+        "topics": ["chess", "tea"],
+        "adjectives": ["kind"],
+        "style": {"all": ["brief"], "chat": ["warm"], "post": ["bold"]},
+    }
+    fields.update(overrides)
+    return Character.model_validate(fields)
+
+
+def test_eliza_character_with_name_dialect_and_string_bio_loads() -> None:
+    c = Character.from_json_file(DATA / "eliza_name_dialect.json")
+    assert c.agent_id == "trader-tom"
+    assert c.bio == ["Trades small caps and writes about it."]
+    assert [m.user for m in c.message_examples[0]] == ["{{name1}}", "Trader Tom"]
+    assert c.model_extra is not None and c.model_extra["clients"] == ["twitter"]
+
+
+def test_eliza_character_with_user_dialect_keeps_unknown_fields() -> None:
+    c = Character.from_json_file(DATA / "eliza_user_dialect.json")
+    assert c.agent_id == "c0ffee00-0000-4000-8000-000000000001"
+    assert c.message_examples[0][1].content.text == "Busy."
+    assert c.model_extra is not None and c.model_extra["knowledge"] == ["Bees dance."]
+
+
+def test_a_character_file_that_is_not_an_object_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text("[1, 2]")
+    with pytest.raises(ValueError, match="must hold a JSON object"):
+        Character.from_json_file(path)
+
+
+def test_duplicate_route_names_are_refused() -> None:
+    agent = BaseAgent(character())
+    agent.add_route(conversation)
+    with pytest.raises(UsageError, match="already has a route named 'conversation'"):
+        agent.add_route(conversation)
+    agent.add_route(create_new_tweet)
+    assert [r.name for r in agent.get_routes()] == ["conversation", "create_new_tweet"]
+
+
+def test_context_has_every_block_and_samples_three_with_a_seeded_random() -> None:
+    first = BaseAgent(character(), rng=random.Random(7)).get_agent_context()
+    again = BaseAgent(character(), rng=random.Random(7)).get_agent_context()
+    assert first == again
+    for tag in ("SYSTEM_PROMPT", "BIO_CONTEXT", "LORE_CONTEXT", "INTERESTS", "STYLE_GUIDELINES"):
+        assert f"<{tag}>" in first and f"</{tag}>" in first
+    assert sum(f"bio {i}" in first for i in range(6)) == 3
+    assert "You are Ada." in first
+
+
+def test_empty_blocks_are_left_out() -> None:
+    context = BaseAgent(character(lore=[], topics=[])).get_agent_context()
+    assert "<LORE_CONTEXT>" not in context
+    assert "<INTERESTS>" not in context
+
+
+def test_a_users_folder_overrides_a_template(tmp_path: Path) -> None:
+    (tmp_path / "agent_context.j2").write_text("I am {{ name }} and nothing else.")
+    agent = BaseAgent(character(), templates=PromptTemplates(tmp_path))
+    assert agent.get_agent_context() == "I am Ada and nothing else."

@@ -1,0 +1,180 @@
+"""The chain's composition rules, ported from koa-compose's behaviour spec."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from liz.agent import BaseAgent
+from liz.errors import InputError, LizError, UsageError
+from liz.pipeline import AgentFramework, AgentRequest, AgentResponse, Next, compose
+from liz.runtime import Runtime
+from liz.types import Character, InputObject
+
+pytestmark = pytest.mark.anyio
+
+
+def make_request(runtime: Runtime) -> tuple[AgentRequest, AgentResponse]:
+    input = InputObject(user_id="u1", agent_id="a1", text="hello")
+    agent = BaseAgent(Character(agent_id="a1", name="A"))
+    return AgentRequest(input=input, agent=agent, runtime=runtime), AgentResponse(input)
+
+
+def recorder(log: list[str], name: str) -> Any:
+    async def step(req: AgentRequest, res: AgentResponse, next: Next) -> None:
+        log.append(f"{name} in")
+        await next()
+        log.append(f"{name} out")
+
+    return step
+
+
+async def test_steps_run_in_onion_order(runtime: Runtime) -> None:
+    log: list[str] = []
+    chain = compose([recorder(log, "a"), recorder(log, "b"), recorder(log, "c")])
+    await chain(*make_request(runtime))
+    assert log == ["a in", "b in", "c in", "c out", "b out", "a out"]
+
+
+async def test_zero_middleware_runs_the_outer_next(runtime: Runtime) -> None:
+    called: list[bool] = []
+
+    async def outer() -> None:
+        called.append(True)
+
+    req, res = make_request(runtime)
+    await compose([])(req, res, outer)
+    assert called == [True]
+
+
+def test_only_callables_are_accepted() -> None:
+    with pytest.raises(TypeError, match="must be an async callable"):
+        compose(["not a step"])  # type: ignore[list-item]
+
+
+async def test_a_step_that_does_not_call_next_stops_the_chain(runtime: Runtime) -> None:
+    log: list[str] = []
+
+    async def stop(req: AgentRequest, res: AgentResponse, next: Next) -> None:
+        log.append("stop")
+
+    await compose([recorder(log, "a"), stop, recorder(log, "never")])(*make_request(runtime))
+    assert log == ["a in", "stop", "a out"]
+
+
+async def test_next_twice_raises(runtime: Runtime) -> None:
+    async def twice(req: AgentRequest, res: AgentResponse, next: Next) -> None:
+        await next()
+        await next()
+
+    with pytest.raises(UsageError, match="next\\(\\) called multiple times"):
+        await compose([twice])(*make_request(runtime))
+
+
+async def test_downstream_errors_are_caught_upstream(runtime: Runtime) -> None:
+    caught: list[str] = []
+
+    async def catcher(req: AgentRequest, res: AgentResponse, next: Next) -> None:
+        try:
+            await next()
+        except ValueError as exc:
+            caught.append(str(exc))
+
+    async def boom(req: AgentRequest, res: AgentResponse, next: Next) -> None:
+        raise ValueError("downstream broke")
+
+    await compose([catcher, boom])(*make_request(runtime))
+    assert caught == ["downstream broke"]
+
+
+async def test_compositions_nest_and_keep_the_request(runtime: Runtime) -> None:
+    log: list[str] = []
+
+    async def mark(req: AgentRequest, res: AgentResponse, next: Next) -> None:
+        req.state["seen"] = req.state.get("seen", 0) + 1
+        await next()
+
+    inner = compose([recorder(log, "inner"), mark])
+    req, res = make_request(runtime)
+    await compose([recorder(log, "outer"), inner, mark])(req, res)
+    assert log == ["outer in", "inner in", "inner out", "outer out"]
+    assert req.state["seen"] == 2
+
+
+async def test_the_original_list_is_not_mutated(runtime: Runtime) -> None:
+    steps = [recorder([], "a")]
+    chain = compose(steps)
+    steps.append("junk")  # type: ignore[arg-type]
+    await chain(*make_request(runtime))  # would raise if the junk had been picked up
+
+
+async def test_a_composition_is_reentrant(runtime: Runtime) -> None:
+    async def reply(req: AgentRequest, res: AgentResponse, next: Next) -> None:
+        await res.send(req.input.text or "")
+
+    chain = compose([reply])
+    for _ in range(3):
+        req, res = make_request(runtime)
+        await chain(req, res)
+        assert res.reply is not None and res.reply.text == "hello"
+
+
+def agent() -> BaseAgent:
+    return BaseAgent(Character(agent_id="a1", name="A"))
+
+
+async def test_process_turns_any_exception_into_one_error_response(runtime: Runtime) -> None:
+    seen: list[str] = []
+
+    async def boom(req: AgentRequest, res: AgentResponse, next: Next) -> None:
+        await res.send("half an answer")
+        raise RuntimeError("disk on fire")
+
+    async def handler(exc: Exception, req: AgentRequest, res: AgentResponse) -> None:
+        seen.append(str(exc))
+
+    framework = AgentFramework(runtime).use(boom).on_error(handler)
+    res = await framework.process(InputObject(user_id="u", agent_id="a1", text="x"), agent())
+    assert res.reply is None
+    assert res.error is not None and res.error.status == 500
+    assert "disk on fire" in res.error.message
+    assert seen == ["disk on fire"]
+
+
+async def test_process_keeps_the_status_of_our_own_errors(runtime: Runtime) -> None:
+    async def refuse(req: AgentRequest, res: AgentResponse, next: Next) -> None:
+        raise InputError("text is required")
+
+    framework = AgentFramework(runtime).use(refuse)
+    res = await framework.process(InputObject(user_id="u", agent_id="a1"), agent())
+    assert res.error is not None
+    assert (res.error.status, res.error.message) == (400, "text is required")
+
+
+async def test_a_chain_that_never_replies_is_an_error_not_a_hang(runtime: Runtime) -> None:
+    async def silent(req: AgentRequest, res: AgentResponse, next: Next) -> None:
+        await next()
+
+    res = await AgentFramework(runtime).use(silent).process(
+        InputObject(user_id="u", agent_id="a1", text="x"), agent()
+    )
+    assert isinstance(res.error, LizError)
+    assert "without sending a reply" in res.error.message
+
+
+async def test_sending_twice_is_refused(runtime: Runtime) -> None:
+    async def twice(req: AgentRequest, res: AgentResponse, next: Next) -> None:
+        await res.send("one")
+        await res.send("two")
+
+    res = await AgentFramework(runtime).use(twice).process(
+        InputObject(user_id="u", agent_id="a1", text="x"), agent()
+    )
+    assert res.reply is None
+    assert res.error is not None and "already sent" in res.error.message
+
+
+def test_use_refuses_a_non_callable(runtime: Runtime) -> None:
+    with pytest.raises(TypeError):
+        AgentFramework(runtime).use(42)  # type: ignore[arg-type]
