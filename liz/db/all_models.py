@@ -1,0 +1,10 @@
+"""Imports every model module so `Base.metadata` holds every table.
+
+Alembic's env and the schema drift tests import this module. Add one import line
+here for each new model module.
+"""
+
+from __future__ import annotations
+
+from liz.db import models as models
+from liz.db.models import Base as Base
