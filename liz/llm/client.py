@@ -1,0 +1,339 @@
+"""The one LLM client: text, structured output, booleans, streams, images and embeddings.
+
+It talks to any OpenAI-compatible endpoint through the ``openai`` SDK: OpenAI itself,
+OpenRouter, a local Ollama or vLLM, or ``liz.testing.openai_server.ScriptedOpenAI`` in tests.
+The SDK retries 408/409/429/5xx and connection errors itself (``max_retries``); whatever
+still fails leaves this module as a :class:`liz.errors.LLMError`.
+
+Example::
+
+    llm = LLMClient.from_settings(Settings())
+    reply = await llm.text("Say hi", system="You are terse.", size="small")
+    plan = await llm.structured("Plan a picnic", Plan)  # a validated Plan instance
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator, Sequence
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
+
+import openai
+from pydantic import BaseModel, SecretStr
+
+from liz.errors import UsageError
+from liz.llm.errors import LLMOutputError, translate_openai_error
+from liz.llm.messages import Prompt, build_messages
+from liz.llm.output import answer_text, parse_answer, refusal_note
+from liz.llm.schema import response_schema, schema_name
+from liz.templates import PromptTemplates, default_templates
+
+if TYPE_CHECKING:
+    import httpx
+    from openai.types.chat import ChatCompletion
+
+    from liz.config import Settings
+
+log = logging.getLogger(__name__)
+
+Size = Literal["small", "large"]
+StructuredMode = Literal["json_schema", "json_object"]
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1"
+# Local servers (Ollama, vLLM) ignore the key, but the SDK insists on one.
+KEYLESS_PLACEHOLDER = "no-key"
+
+
+class BooleanAnswer(BaseModel):
+    """A yes/no decision with the model's reasons."""
+
+    value: bool
+    explanation: str
+
+
+class LLMClient:
+    """Calls one OpenAI-compatible endpoint with a small and a large chat model.
+
+    ``structured_mode`` is ``"json_schema"`` (the endpoint enforces the schema) or
+    ``"json_object"`` for endpoints that only offer JSON mode; then the schema is put
+    in the system message. Either way the answer is validated with pydantic.
+    """
+
+    def __init__(
+        self,
+        openai_client: openai.AsyncOpenAI,
+        *,
+        small_model: str,
+        large_model: str,
+        embedding_model: str,
+        structured_mode: StructuredMode = "json_schema",
+        templates: PromptTemplates | None = None,
+        embedding_batch_size: int = 512,
+    ) -> None:
+        if structured_mode not in ("json_schema", "json_object"):
+            raise UsageError(
+                f"structured_mode {structured_mode!r} is unknown; "
+                "use 'json_schema' or 'json_object'"
+            )
+        if embedding_batch_size < 1:
+            raise UsageError("embedding_batch_size must be at least 1")
+        self.openai = openai_client
+        self.small_model = small_model
+        self.large_model = large_model
+        self.embedding_model = embedding_model
+        self.structured_mode: StructuredMode = structured_mode
+        self.templates = templates or default_templates
+        self.embedding_batch_size = embedding_batch_size
+
+    @classmethod
+    def from_settings(
+        cls, settings: Settings, http_client: httpx.AsyncClient | None = None
+    ) -> LLMClient | None:
+        """A client configured from settings, or None when no key and no base URL are set.
+
+        ``OPENAI_BASE_URL`` wins when set (a key is optional there, for local servers);
+        with only ``OPENROUTER_API_KEY`` set, requests go to OpenRouter and model names
+        without a provider prefix get ``openai/`` (``gpt-4o`` becomes ``openai/gpt-4o``).
+        """
+        openai_key = _secret(settings.openai_api_key)
+        openrouter_key = _secret(settings.openrouter_api_key)
+        base_url = (settings.openai_base_url or "").strip() or None
+        if openai_key is None and openrouter_key is None and base_url is None:
+            return None
+        if settings.liz_llm_timeout <= 0:
+            raise UsageError("LIZ_LLM_TIMEOUT must be a positive number of seconds")
+        if settings.liz_llm_max_retries < 0:
+            raise UsageError("LIZ_LLM_MAX_RETRIES must be 0 or more")
+        if base_url is None:
+            only_openrouter = openai_key is None
+            base_url = OPENROUTER_BASE_URL if only_openrouter else OPENAI_BASE_URL
+        on_openrouter = "openrouter.ai" in base_url
+        if on_openrouter:
+            api_key = openrouter_key or openai_key or KEYLESS_PLACEHOLDER
+        else:
+            api_key = openai_key or openrouter_key or KEYLESS_PLACEHOLDER
+        models = [settings.liz_small_model, settings.liz_large_model, settings.liz_embedding_model]
+        if on_openrouter:
+            models = [name if "/" in name else f"openai/{name}" for name in models]
+        log.debug("LLM endpoint %s, models %s", base_url, models)
+        client = openai.AsyncOpenAI(
+            api_key=api_key,
+            base_url=base_url,
+            timeout=settings.liz_llm_timeout,
+            max_retries=settings.liz_llm_max_retries,
+            # The SDK accepts httpx and httpx2 clients alike; its annotation names one.
+            http_client=cast(Any, http_client),
+        )
+        return cls(
+            client,
+            small_model=models[0],
+            large_model=models[1],
+            embedding_model=models[2],
+            templates=PromptTemplates(settings.liz_prompts_dir),
+        )
+
+    def model_for(self, size: Size) -> str:
+        """The chat model name for ``"small"`` or ``"large"``."""
+        if size == "small":
+            return self.small_model
+        if size == "large":
+            return self.large_model
+        raise UsageError(f"size {size!r} is unknown; use 'small' or 'large'")
+
+    async def text(
+        self,
+        prompt: Prompt,
+        *,
+        system: str | None = None,
+        size: Size = "large",
+        image_urls: Sequence[str] = (),
+        model: str | None = None,
+        temperature: float | None = None,
+    ) -> str:
+        """The model's text answer to ``prompt`` (a string or a list of messages)."""
+        messages = build_messages(prompt, system=system, image_urls=image_urls)
+        chosen = model or self.model_for(size)
+        completion = await self._complete(chosen, messages, temperature=temperature)
+        content = answer_text(completion)
+        if not content:
+            raise LLMOutputError(
+                f"the model {chosen} returned an empty answer{refusal_note(completion)}"
+            )
+        return content
+
+    async def structured(
+        self,
+        prompt: Prompt,
+        schema: type[ModelT],
+        *,
+        system: str | None = None,
+        size: Size = "large",
+        image_urls: Sequence[str] = (),
+        model: str | None = None,
+        temperature: float | None = None,
+    ) -> ModelT:
+        """The answer as a validated ``schema`` instance.
+
+        An answer that is empty, not JSON, or not of the schema is shown back to the
+        model with what is wrong, once; a second bad answer raises ``LLMOutputError``.
+        """
+        json_schema, strict = response_schema(schema)
+        name = schema_name(schema)
+        if self.structured_mode == "json_object":
+            instructions = self.templates.render(
+                "llm_json_instructions.j2", schema_name=name, schema=_dump(json_schema)
+            )
+            system = f"{system}\n\n{instructions}" if system else instructions
+            response_format: dict[str, Any] = {"type": "json_object"}
+        else:
+            response_format = {
+                "type": "json_schema",
+                "json_schema": {"name": name, "schema": json_schema, "strict": strict},
+            }
+        messages = build_messages(prompt, system=system, image_urls=image_urls)
+        chosen = model or self.model_for(size)
+        problem = ""
+        content = ""
+        for attempt in (1, 2):
+            completion = await self._complete(
+                chosen, messages, temperature=temperature, response_format=response_format
+            )
+            content = answer_text(completion)
+            answer, problem = parse_answer(content, schema, completion)
+            if answer is not None:
+                return answer
+            log.info("model %s gave unusable %s (attempt %d): %s", chosen, name, attempt, problem)
+            repair = self.templates.render(
+                "llm_output_repair.j2", problem=problem, schema_name=name
+            )
+            messages = [
+                *messages,
+                {"role": "assistant", "content": content},
+                {"role": "user", "content": repair},
+            ]
+        raise LLMOutputError(
+            f"the model {chosen} did not return a valid {name} after a retry: {problem}",
+            output=content,
+        )
+
+    async def boolean(
+        self,
+        question: Prompt,
+        *,
+        system: str | None = None,
+        size: Size = "small",
+        image_urls: Sequence[str] = (),
+        model: str | None = None,
+    ) -> BooleanAnswer:
+        """A yes/no decision on ``question``, with the model's explanation."""
+        instructions = self.templates.render("llm_boolean.j2")
+        system = f"{system}\n\n{instructions}" if system else instructions
+        return await self.structured(
+            question, BooleanAnswer, system=system, size=size, image_urls=image_urls, model=model
+        )
+
+    async def stream(
+        self,
+        prompt: Prompt,
+        *,
+        system: str | None = None,
+        size: Size = "large",
+        image_urls: Sequence[str] = (),
+        model: str | None = None,
+        temperature: float | None = None,
+    ) -> AsyncIterator[str]:
+        """The answer as it is generated, one text delta at a time.
+
+        Example::
+
+            async for delta in llm.stream("Tell a story"):
+                print(delta, end="")
+        """
+        messages = build_messages(prompt, system=system, image_urls=image_urls)
+        chosen = model or self.model_for(size)
+        extra: dict[str, Any] = {} if temperature is None else {"temperature": temperature}
+        try:
+            chunks = await self.openai.chat.completions.create(
+                model=chosen, messages=cast(Any, messages), stream=True, **extra
+            )
+        except openai.OpenAIError as exc:
+            raise translate_openai_error(exc, model=chosen) from exc
+        try:
+            async for chunk in chunks:
+                for choice in chunk.choices:
+                    if choice.delta.content:
+                        yield choice.delta.content
+        except openai.OpenAIError as exc:
+            raise translate_openai_error(exc, model=chosen) from exc
+        finally:
+            await chunks.close()
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One embedding vector per text, in the order given."""
+        if isinstance(texts, str):
+            raise UsageError("embed() takes a list of texts; wrap a single text as [text]")
+        for index, text in enumerate(texts):
+            if not isinstance(text, str) or not text.strip():
+                raise UsageError(f"text {index} is empty; embeddings need some text")
+        vectors: list[list[float]] = []
+        for start in range(0, len(texts), self.embedding_batch_size):
+            batch = list(texts[start : start + self.embedding_batch_size])
+            try:
+                response = await self.openai.embeddings.create(
+                    model=self.embedding_model, input=batch, encoding_format="float"
+                )
+            except openai.OpenAIError as exc:
+                raise translate_openai_error(exc, model=self.embedding_model) from exc
+            ordered = sorted(response.data, key=lambda item: item.index)
+            if len(ordered) != len(batch):
+                raise LLMOutputError(
+                    f"the embedding model {self.embedding_model} returned {len(ordered)} "
+                    f"vectors for {len(batch)} texts"
+                )
+            vectors.extend(list(item.embedding) for item in ordered)
+        return vectors
+
+    async def close(self) -> None:
+        """Close the HTTP connections (the injected ``http_client`` too)."""
+        await self.openai.close()
+
+    async def __aenter__(self) -> LLMClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def _complete(
+        self,
+        model: str,
+        messages: list[dict[str, Any]],
+        *,
+        temperature: float | None = None,
+        response_format: dict[str, Any] | None = None,
+    ) -> ChatCompletion:
+        extra: dict[str, Any] = {}
+        if temperature is not None:
+            extra["temperature"] = temperature
+        if response_format is not None:
+            extra["response_format"] = response_format
+        log.debug("chat completion: model %s, %d messages", model, len(messages))
+        try:
+            completion: ChatCompletion = await self.openai.chat.completions.create(
+                model=model, messages=cast(Any, messages), stream=False, **extra
+            )
+        except openai.OpenAIError as exc:
+            raise translate_openai_error(exc, model=model) from exc
+        return completion
+
+
+def _secret(value: SecretStr | None) -> str | None:
+    if value is None:
+        return None
+    return value.get_secret_value().strip() or None
+
+
+def _dump(schema: dict[str, Any]) -> str:
+    return json.dumps(schema, indent=2)

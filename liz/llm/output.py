@@ -1,0 +1,52 @@
+"""Reading a chat completion's answer: its text, and JSON validated against a model."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletion
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+def answer_text(completion: ChatCompletion) -> str:
+    """The first choice's text, or "" when there is none."""
+    if not completion.choices:
+        return ""
+    return completion.choices[0].message.content or ""
+
+
+def refusal_note(completion: ChatCompletion) -> str:
+    """ " (it refused: ...)" when the model refused, else "" (for error messages)."""
+    refusal = completion.choices[0].message.refusal if completion.choices else None
+    return f" (it refused: {refusal})" if refusal else ""
+
+
+def parse_answer(
+    content: str, schema: type[ModelT], completion: ChatCompletion
+) -> tuple[ModelT | None, str]:
+    """The validated answer, or None and what is wrong with it in words the model can act on."""
+    text = _strip_code_fence(content)
+    if not text:
+        return None, f"the answer was empty{refusal_note(completion)}"
+    try:
+        return schema.model_validate_json(text), ""
+    except ValidationError as exc:
+        problems = [
+            f"{'.'.join(str(part) for part in error['loc']) or 'the answer'}: {error['msg']}"
+            for error in exc.errors(include_url=False)
+        ]
+        return None, "; ".join(problems)
+
+
+def _strip_code_fence(content: str) -> str:
+    # Models in JSON-mode-only setups like to wrap JSON in ```json fences.
+    text = content.strip()
+    if text.startswith("```") and text.endswith("```") and len(text) >= 6:
+        text = text[3:-3]
+        first_line, _, rest = text.partition("\n")
+        text = rest if first_line.strip().isalpha() or not first_line.strip() else text
+    return text.strip()
