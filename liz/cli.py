@@ -70,7 +70,7 @@ def serve(
 def db_upgrade() -> None:
     """Create or update the tables in DATABASE_URL to the latest schema."""
     from liz.db.migrate import upgrade
-    from liz.db.url import describe_database_url
+    from liz.db.url import describe
 
     configure_logging("warning")
     settings = Settings()
@@ -78,7 +78,7 @@ def db_upgrade() -> None:
         upgrade(settings.database_url)
     except LizError as exc:
         raise fail(exc.message) from exc
-    typer.echo(f"database is up to date: {describe_database_url(settings.database_url)}")
+    typer.echo(f"database is up to date: {describe(settings.database_url)}")
 
 
 @app.command()

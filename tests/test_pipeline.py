@@ -30,20 +30,20 @@ def recorder(log: list[str], name: str) -> Any:
     return step
 
 
-async def test_steps_run_in_onion_order(runtime: Runtime) -> None:
+async def test_steps_run_in_onion_order(bare_runtime: Runtime) -> None:
     log: list[str] = []
     chain = compose([recorder(log, "a"), recorder(log, "b"), recorder(log, "c")])
-    await chain(*make_request(runtime))
+    await chain(*make_request(bare_runtime))
     assert log == ["a in", "b in", "c in", "c out", "b out", "a out"]
 
 
-async def test_zero_middleware_runs_the_outer_next(runtime: Runtime) -> None:
+async def test_zero_middleware_runs_the_outer_next(bare_runtime: Runtime) -> None:
     called: list[bool] = []
 
     async def outer() -> None:
         called.append(True)
 
-    req, res = make_request(runtime)
+    req, res = make_request(bare_runtime)
     await compose([])(req, res, outer)
     assert called == [True]
 
@@ -53,26 +53,26 @@ def test_only_callables_are_accepted() -> None:
         compose(["not a step"])  # type: ignore[list-item]
 
 
-async def test_a_step_that_does_not_call_next_stops_the_chain(runtime: Runtime) -> None:
+async def test_a_step_that_does_not_call_next_stops_the_chain(bare_runtime: Runtime) -> None:
     log: list[str] = []
 
     async def stop(req: AgentRequest, res: AgentResponse, next: Next) -> None:
         log.append("stop")
 
-    await compose([recorder(log, "a"), stop, recorder(log, "never")])(*make_request(runtime))
+    await compose([recorder(log, "a"), stop, recorder(log, "never")])(*make_request(bare_runtime))
     assert log == ["a in", "stop", "a out"]
 
 
-async def test_next_twice_raises(runtime: Runtime) -> None:
+async def test_next_twice_raises(bare_runtime: Runtime) -> None:
     async def twice(req: AgentRequest, res: AgentResponse, next: Next) -> None:
         await next()
         await next()
 
     with pytest.raises(UsageError, match="next\\(\\) called multiple times"):
-        await compose([twice])(*make_request(runtime))
+        await compose([twice])(*make_request(bare_runtime))
 
 
-async def test_downstream_errors_are_caught_upstream(runtime: Runtime) -> None:
+async def test_downstream_errors_are_caught_upstream(bare_runtime: Runtime) -> None:
     caught: list[str] = []
 
     async def catcher(req: AgentRequest, res: AgentResponse, next: Next) -> None:
@@ -84,11 +84,11 @@ async def test_downstream_errors_are_caught_upstream(runtime: Runtime) -> None:
     async def boom(req: AgentRequest, res: AgentResponse, next: Next) -> None:
         raise ValueError("downstream broke")
 
-    await compose([catcher, boom])(*make_request(runtime))
+    await compose([catcher, boom])(*make_request(bare_runtime))
     assert caught == ["downstream broke"]
 
 
-async def test_compositions_nest_and_keep_the_request(runtime: Runtime) -> None:
+async def test_compositions_nest_and_keep_the_request(bare_runtime: Runtime) -> None:
     log: list[str] = []
 
     async def mark(req: AgentRequest, res: AgentResponse, next: Next) -> None:
@@ -96,26 +96,26 @@ async def test_compositions_nest_and_keep_the_request(runtime: Runtime) -> None:
         await next()
 
     inner = compose([recorder(log, "inner"), mark])
-    req, res = make_request(runtime)
+    req, res = make_request(bare_runtime)
     await compose([recorder(log, "outer"), inner, mark])(req, res)
     assert log == ["outer in", "inner in", "inner out", "outer out"]
     assert req.state["seen"] == 2
 
 
-async def test_the_original_list_is_not_mutated(runtime: Runtime) -> None:
+async def test_the_original_list_is_not_mutated(bare_runtime: Runtime) -> None:
     steps = [recorder([], "a")]
     chain = compose(steps)
     steps.append("junk")  # type: ignore[arg-type]
-    await chain(*make_request(runtime))  # would raise if the junk had been picked up
+    await chain(*make_request(bare_runtime))  # would raise if the junk had been picked up
 
 
-async def test_a_composition_is_reentrant(runtime: Runtime) -> None:
+async def test_a_composition_is_reentrant(bare_runtime: Runtime) -> None:
     async def reply(req: AgentRequest, res: AgentResponse, next: Next) -> None:
         await res.send(req.input.text or "")
 
     chain = compose([reply])
     for _ in range(3):
-        req, res = make_request(runtime)
+        req, res = make_request(bare_runtime)
         await chain(req, res)
         assert res.reply is not None and res.reply.text == "hello"
 
@@ -124,7 +124,7 @@ def agent() -> BaseAgent:
     return BaseAgent(Character(agent_id="a1", name="A"))
 
 
-async def test_process_turns_any_exception_into_one_error_response(runtime: Runtime) -> None:
+async def test_process_turns_any_exception_into_one_error_response(bare_runtime: Runtime) -> None:
     seen: list[str] = []
 
     async def boom(req: AgentRequest, res: AgentResponse, next: Next) -> None:
@@ -134,7 +134,7 @@ async def test_process_turns_any_exception_into_one_error_response(runtime: Runt
     async def handler(exc: Exception, req: AgentRequest, res: AgentResponse) -> None:
         seen.append(str(exc))
 
-    framework = AgentFramework(runtime).use(boom).on_error(handler)
+    framework = AgentFramework(bare_runtime).use(boom).on_error(handler)
     res = await framework.process(InputObject(user_id="u", agent_id="a1", text="x"), agent())
     assert res.reply is None
     assert res.error is not None and res.error.status == 500
@@ -142,39 +142,39 @@ async def test_process_turns_any_exception_into_one_error_response(runtime: Runt
     assert seen == ["disk on fire"]
 
 
-async def test_process_keeps_the_status_of_our_own_errors(runtime: Runtime) -> None:
+async def test_process_keeps_the_status_of_our_own_errors(bare_runtime: Runtime) -> None:
     async def refuse(req: AgentRequest, res: AgentResponse, next: Next) -> None:
         raise InputError("text is required")
 
-    framework = AgentFramework(runtime).use(refuse)
+    framework = AgentFramework(bare_runtime).use(refuse)
     res = await framework.process(InputObject(user_id="u", agent_id="a1"), agent())
     assert res.error is not None
     assert (res.error.status, res.error.message) == (400, "text is required")
 
 
-async def test_a_chain_that_never_replies_is_an_error_not_a_hang(runtime: Runtime) -> None:
+async def test_a_chain_that_never_replies_is_an_error_not_a_hang(bare_runtime: Runtime) -> None:
     async def silent(req: AgentRequest, res: AgentResponse, next: Next) -> None:
         await next()
 
-    res = await AgentFramework(runtime).use(silent).process(
+    res = await AgentFramework(bare_runtime).use(silent).process(
         InputObject(user_id="u", agent_id="a1", text="x"), agent()
     )
     assert isinstance(res.error, LizError)
     assert "without sending a reply" in res.error.message
 
 
-async def test_sending_twice_is_refused(runtime: Runtime) -> None:
+async def test_sending_twice_is_refused(bare_runtime: Runtime) -> None:
     async def twice(req: AgentRequest, res: AgentResponse, next: Next) -> None:
         await res.send("one")
         await res.send("two")
 
-    res = await AgentFramework(runtime).use(twice).process(
+    res = await AgentFramework(bare_runtime).use(twice).process(
         InputObject(user_id="u", agent_id="a1", text="x"), agent()
     )
     assert res.reply is None
     assert res.error is not None and "already sent" in res.error.message
 
 
-def test_use_refuses_a_non_callable(runtime: Runtime) -> None:
+async def test_use_refuses_a_non_callable(bare_runtime: Runtime) -> None:
     with pytest.raises(TypeError):
-        AgentFramework(runtime).use(42)  # type: ignore[arg-type]
+        AgentFramework(bare_runtime).use(42)  # type: ignore[arg-type]

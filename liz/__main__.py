@@ -1,0 +1,3 @@
+from liz.cli import app
+
+app(prog_name="liz")

@@ -1,0 +1,58 @@
+"""Start ``liz serve`` as a real process on a free loopback port, for end-to-end tests."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def liz_serve(
+    env: dict[str, str], cwd: Path, *, migrate: bool = True, timeout: float = 60
+) -> Iterator[str]:
+    """Run ``liz serve`` until the block ends; yields its base URL."""
+    port = free_port()
+    command = [sys.executable, "-m", "liz", "serve", "--host", "127.0.0.1", "--port", str(port)]
+    if not migrate:
+        command.append("--no-migrate")
+    log = cwd / f"serve-{port}.log"
+    with log.open("wb") as output:
+        process = subprocess.Popen(
+            command, cwd=cwd, env={**os.environ, **env}, stdout=output, stderr=subprocess.STDOUT
+        )
+        base_url = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + timeout
+            while True:
+                if process.poll() is not None:
+                    raise RuntimeError(f"liz serve exited early:\n{log.read_text()}")
+                try:
+                    if httpx.get(f"{base_url}/health", timeout=1).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"liz serve did not start:\n{log.read_text()}")
+                time.sleep(0.1)
+            yield base_url
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
