@@ -21,7 +21,7 @@ from liz.pipeline import AgentFramework
 
 
 def create_app_for(settings: Settings, agents_dir: str | None) -> Starlette:
-    agents = load_agents(agents_dir)
+    agents = load_agents(agents_dir, prompts_dir=settings.liz_prompts_dir)
 
     @asynccontextmanager
     async def open_framework() -> AsyncIterator[AgentFramework]:

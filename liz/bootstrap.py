@@ -19,6 +19,7 @@ from liz.errors import UsageError
 from liz.llm import LLMClient
 from liz.pipeline import AgentFramework, Middleware
 from liz.routes import standard_routes
+from liz.templates import PromptTemplates, default_templates
 from liz.runtime import Clock, Runtime, utc_now
 from liz.types import Character
 
@@ -27,12 +28,16 @@ logger = logging.getLogger(__name__)
 DEFAULT_AGENTS_DIR = Path(__file__).resolve().parent.parent / "agents"
 
 
-def load_agents(directory: str | Path | None = None) -> dict[str, BaseAgent]:
+def load_agents(
+    directory: str | Path | None = None, *, prompts_dir: str | Path | None = None
+) -> dict[str, BaseAgent]:
     """Load every agent in a folder, by agent id.
 
     A ``*.py`` file defines ``create_agent()`` returning a :class:`BaseAgent`
     (or a module-level ``agent``); a ``*.json`` file is a Liz or Eliza character
-    and gets the standard routes. Files starting with ``_`` are skipped.
+    and gets the standard routes. Files starting with ``_`` are skipped. With
+    ``prompts_dir`` (``LIZ_PROMPTS_DIR``), agents on the built-in templates use
+    that folder's templates first.
     """
     folder = Path(directory) if directory is not None else DEFAULT_AGENTS_DIR
     if not folder.is_dir():
@@ -52,6 +57,13 @@ def load_agents(directory: str | Path | None = None) -> dict[str, BaseAgent]:
         agents[agent.agent_id] = agent
     if not agents:
         raise UsageError(f"no agents in {str(folder)!r}: add a *.py or *.json agent there")
+    if prompts_dir is not None:
+        if not Path(prompts_dir).is_dir():
+            raise UsageError(f"LIZ_PROMPTS_DIR {str(prompts_dir)!r} is not a folder")
+        overridden = PromptTemplates(prompts_dir)
+        for agent in agents.values():
+            if agent.templates is default_templates:
+                agent.templates = overridden
     return agents
 
 

@@ -116,7 +116,7 @@ async def _chat_local(agent_id: str, user_id: str, agents_dir: str | None) -> No
     from liz.types import InputObject, InputSource
 
     settings = Settings()
-    agents = load_agents(agents_dir)
+    agents = load_agents(agents_dir, prompts_dir=settings.liz_prompts_dir)
     if agent_id not in agents:
         raise LizError(f"unknown agent {agent_id!r}; known: {', '.join(agents)}")
     await asyncio.to_thread(upgrade, settings.database_url)
