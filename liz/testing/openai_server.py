@@ -136,14 +136,18 @@ class RecordedRequest:
 
 
 def scripted_embedding(text: str, dimensions: int = 64) -> list[float]:
-    """The vector ScriptedOpenAI gives ``text``: signed hashed word counts, unit length."""
+    """The vector ScriptedOpenAI gives ``text``: hashed word counts, scaled to unit length.
+
+    Counts are never negative, so a hash collision can only raise the cosine of two
+    texts: texts sharing words are at least as similar as their shared words make them.
+    """
     vector = [0.0] * dimensions
     for word in _WORD.findall(text.lower()):
-        digest = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), "big")
-        vector[digest % dimensions] += 1.0 if (digest >> 40) & 1 else -1.0
+        digest = hashlib.blake2b(word.encode(), digest_size=8).digest()
+        vector[int.from_bytes(digest, "big") % dimensions] += 1.0
     norm = math.sqrt(sum(value * value for value in vector))
     if norm == 0.0:
-        # No words (or words that cancel out): a fixed unit vector keeps cosine defined.
+        # No words at all: a fixed unit vector keeps cosine similarity defined.
         return [1.0] + [0.0] * (dimensions - 1)
     return [value / norm for value in vector]
 
