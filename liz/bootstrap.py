@@ -19,8 +19,8 @@ from liz.errors import UsageError
 from liz.llm import LLMClient
 from liz.pipeline import AgentFramework, Middleware
 from liz.routes import standard_routes
-from liz.templates import PromptTemplates, default_templates
 from liz.runtime import Clock, Runtime, utc_now
+from liz.templates import PromptTemplates, default_templates
 from liz.types import Character
 
 logger = logging.getLogger(__name__)
@@ -120,7 +120,7 @@ async def open_runtime(
     finally:
         await runtime.background.drain()
         if llm is not None and llm_client is None:
-            await llm.aclose()
+            await llm.close()
         await engine.dispose()
 
 

@@ -123,7 +123,9 @@ async def _chat_local(agent_id: str, user_id: str, agents_dir: str | None) -> No
     async with open_runtime(settings) as runtime:
         framework = build_framework(runtime)
         while (text := await asyncio.to_thread(_prompt)) is not None:
-            input = InputObject(source=InputSource.CLI, user_id=user_id, agent_id=agent_id, text=text)
+            input = InputObject(
+                source=InputSource.CLI, user_id=user_id, agent_id=agent_id, text=text
+            )
             res = await framework.process(input, agents[agent_id])
             if res.reply is not None:
                 typer.echo(f"{agents[agent_id].name}> {res.reply.text}")

@@ -93,7 +93,11 @@ async def list_agents(request: Request) -> Response:
                     "agentId": agent.agent_id,
                     "name": agent.name,
                     "routes": [
-                        {"name": r.name, "description": r.description, "internalOnly": r.internal_only}
+                        {
+                            "name": r.name,
+                            "description": r.description,
+                            "internalOnly": r.internal_only,
+                        }
                         for r in agent.get_routes()
                     ],
                 }
@@ -131,7 +135,9 @@ class BearerAuth(BaseHTTPMiddleware):
         if request.url.path != "/health":
             given = request.headers.get("authorization", "")
             if not secrets.compare_digest(given.encode(), self.expected.encode()):
-                return error("missing or wrong API key: send Authorization: Bearer <LIZ_API_KEY>", 401)
+                return error(
+                    "missing or wrong API key: send Authorization: Bearer <LIZ_API_KEY>", 401
+                )
         return await call_next(request)
 
 

@@ -97,6 +97,10 @@ def compose(middleware: Sequence[Middleware]) -> Middleware:
     return composed
 
 
+async def _chain_end() -> None:
+    """What the last step's ``next`` does: nothing."""
+
+
 class AgentFramework:
     """Holds the chain and the runtime; the HTTP app, CLI and bot loop all call ``process``."""
 
@@ -129,7 +133,7 @@ class AgentFramework:
         req = AgentRequest(input=input, agent=agent, runtime=self.runtime)
         res = AgentResponse(input)
         try:
-            await self._chain(req, res)
+            await self._chain(req, res, _chain_end)
         except Exception as exc:
             await self._handle_error(exc, req, res)
         if not res.done:

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow
 
 
 def numbered_replies() -> Callable[[RecordedRequest], str | dict[str, object]]:
-    """Chat turns get "reply 1", "reply 2", ...; structured requests (fact extraction) get no facts."""
+    """Chat turns get "reply 1", "reply 2", ...; fact extraction (structured) gets no facts."""
     turns = itertools.count(1)
 
     def answer(request: RecordedRequest) -> str | dict[str, object]:

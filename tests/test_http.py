@@ -62,17 +62,38 @@ BAD_BODIES: list[tuple[Any, int, str]] = [
     ),
     ({"input": {"agentId": "business-advisor", "userId": "u1"}}, 400, "text is required"),
     (
-        {"input": {"agentId": "business-advisor", "userId": "u1", "type": "text_and_image", "text": "a"}},
+        {
+            "input": {
+                "agentId": "business-advisor",
+                "userId": "u1",
+                "type": "text_and_image",
+                "text": "a",
+            }
+        },
         400,
         "imageUrls must hold at least one URL",
     ),
     (
-        {"input": {"agentId": "business-advisor", "userId": "u1", "text": "hi", "source": "INTERNAL"}},
+        {
+            "input": {
+                "agentId": "business-advisor",
+                "userId": "u1",
+                "text": "hi",
+                "source": "INTERNAL",
+            }
+        },
         400,
         "input.source cannot be set over HTTP",
     ),
     (
-        {"input": {"agentId": "business-advisor", "userId": "u1", "text": "t", "route": "create_new_tweet"}},
+        {
+            "input": {
+                "agentId": "business-advisor",
+                "userId": "u1",
+                "text": "t",
+                "route": "create_new_tweet",
+            }
+        },
         400,
         "input.route cannot be set over HTTP",
     ),
@@ -127,7 +148,9 @@ async def unconfigured_client(
 ) -> AsyncIterator[httpx.AsyncClient]:
     bare = Runtime(settings=runtime.settings, sessions=runtime.sessions, llm_client=None)
     app = create_app(build_framework(bare), {agent.agent_id: agent})
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://liz") as c:
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://liz"
+    ) as c:
         yield c
 
 
@@ -157,9 +180,13 @@ async def test_an_api_key_guards_everything_but_health(
         refused = await client.post("/agent/input", json=body)
         assert refused.status_code == 401
         assert "Authorization: Bearer" in refused.json()["error"]
-        assert (await client.get("/agents", headers={"authorization": "Bearer nope"})).status_code == 401
+        assert (
+            await client.get("/agents", headers={"authorization": "Bearer nope"})
+        ).status_code == 401
         assert (await client.get("/health")).status_code == 200
         scripted.reply("Welcome.")
-        ok = await client.post("/agent/input", json=body, headers={"authorization": "Bearer s3cret"})
+        ok = await client.post(
+            "/agent/input", json=body, headers={"authorization": "Bearer s3cret"}
+        )
         assert ok.status_code == 200 and ok.json()["text"] == "Welcome."
     assert await memory_count(runtime) == 2

@@ -49,7 +49,11 @@ async def send_all(urls: list[str]) -> list[httpx.Response]:
 
     async def send(client: httpx.AsyncClient, i: int) -> httpx.Response:
         body = {
-            "input": {"agentId": "business-advisor", "userId": f"user-{i % USERS}", "text": f"msg-{i}"}
+            "input": {
+                "agentId": "business-advisor",
+                "userId": f"user-{i % USERS}",
+                "text": f"msg-{i}",
+            }
         }
         async with limit:
             return await client.post(f"{urls[i % len(urls)]}/agent/input", json=body)
@@ -80,9 +84,10 @@ def test_two_processes_on_one_postgres_store_every_turn_once(
             "DATABASE_URL": postgres_url,
             "LIZ_LLM_MAX_RETRIES": "0",
         }
-        with liz_serve(env, tmp_path, migrate=False) as first, liz_serve(
-            env, tmp_path, migrate=False
-        ) as second:
+        with (
+            liz_serve(env, tmp_path, migrate=False) as first,
+            liz_serve(env, tmp_path, migrate=False) as second,
+        ):
             responses = asyncio.run(send_all([first, second]))
     served = sum(1 for r in responses if r.status_code == 200)
     texts = asyncio.run(stored_texts(postgres_url))

@@ -156,8 +156,10 @@ async def test_a_chain_that_never_replies_is_an_error_not_a_hang(bare_runtime: R
     async def silent(req: AgentRequest, res: AgentResponse, next: Next) -> None:
         await next()
 
-    res = await AgentFramework(bare_runtime).use(silent).process(
-        InputObject(user_id="u", agent_id="a1", text="x"), agent()
+    res = (
+        await AgentFramework(bare_runtime)
+        .use(silent)
+        .process(InputObject(user_id="u", agent_id="a1", text="x"), agent())
     )
     assert isinstance(res.error, LizError)
     assert "without sending a reply" in res.error.message
@@ -168,8 +170,10 @@ async def test_sending_twice_is_refused(bare_runtime: Runtime) -> None:
         await res.send("one")
         await res.send("two")
 
-    res = await AgentFramework(bare_runtime).use(twice).process(
-        InputObject(user_id="u", agent_id="a1", text="x"), agent()
+    res = (
+        await AgentFramework(bare_runtime)
+        .use(twice)
+        .process(InputObject(user_id="u", agent_id="a1", text="x"), agent())
     )
     assert res.reply is None
     assert res.error is not None and "already sent" in res.error.message
