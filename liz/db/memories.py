@@ -83,7 +83,7 @@ def _to_memory(row: MemoryRecord) -> Memory | None:
             room_id=row.room_id,
             content=content,
             type=row.type,
-            generator=row.generator,  # type: ignore[arg-type]  # validated just here
+            generator=row.generator,  # pydantic checks it is "llm" or "external"
             created_at=row.created_at,
         )
     except ValidationError as exc:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 
-from sqlalchemy import inspect, text
+from sqlalchemy import Table, inspect, text
 from sqlalchemy.engine import Connection
 
 from liz.db.models import MemoryRecord, TweetRecord
@@ -21,7 +21,7 @@ from liz.errors import StorageError
 logger = logging.getLogger(__name__)
 
 CORE_REVISION = "0001_core"
-_CORE_TABLES = (MemoryRecord.__table__, TweetRecord.__table__)
+_CORE_TABLES: tuple[Table, ...] = (MemoryRecord.__table__, TweetRecord.__table__)  # type: ignore[assignment]
 
 
 def needs_adoption(connection: Connection) -> bool:

@@ -37,7 +37,7 @@ class UTCDateTime(TypeDecorator[datetime]):
 
     def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
         if dialect.name == "sqlite":
-            return dialect.type_descriptor(_SqliteDateTimeColumn())
+            return dialect.type_descriptor(_SqliteDateTimeColumn())  # type: ignore[no-untyped-call]
         return dialect.type_descriptor(DateTime(timezone=True))
 
     def process_bind_param(self, value: datetime | None, dialect: Dialect) -> Any:

@@ -57,10 +57,8 @@ def normalize_database_url(raw: str) -> str:
         raise _refuse(raw, "it is not a URL") from exc
     backend, _, driver = url.drivername.partition("+")
     if backend == "sqlite" and driver in ("", "aiosqlite"):
-        if url.database in (None, "", ":memory:") or "mode=memory" in text:
-            raise _refuse(
-                raw, "an in-memory SQLite database is not shared between connections; name a file"
-            )
+        # No file (sqlite://, :memory:) is an in-memory database: one connection,
+        # gone at exit. Useful in tests; never shared between processes.
         return url.set(drivername=SQLITE_DRIVER).render_as_string(hide_password=False)
     if backend in ("postgresql", "postgres") and driver in ("", "asyncpg"):
         return _postgres(url).render_as_string(hide_password=False)
@@ -128,15 +126,20 @@ def asyncpg_connect_args(url: URL) -> tuple[URL, dict[str, Any]]:
 
 def describe(url: str | URL) -> str:
     """The URL with its password hidden, for logs and error messages."""
-    if isinstance(url, str):
-        if url.strip().startswith("file:"):
-            return url.strip()  # a file path holds no password
-        try:
-            url = make_url(url.strip())
-        except ArgumentError:
-            # Not a URL we can parse: show only the scheme, in case it holds a secret.
-            return url.split(":", 1)[0] + ":…" if ":" in url else "<unparseable>"
-    return url.render_as_string(hide_password=True)
+    if not isinstance(url, str):
+        return url.render_as_string(hide_password=True)
+    text = url.strip()
+    if text.startswith("file:"):
+        return text  # a file path holds no password
+    try:
+        return make_url(text).render_as_string(hide_password=True)
+    except ArgumentError:
+        # Not a URL we can parse: show only the scheme, in case the rest is a secret.
+        scheme, colon, _ = text.partition(":")
+        return f"{scheme}:…" if colon else "<unparseable>"
+
+
+describe_database_url = describe
 
 
 def is_sqlite(url: str) -> bool:

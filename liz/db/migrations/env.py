@@ -8,6 +8,7 @@ opens its own async engine from ``DATABASE_URL``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 from alembic import context
@@ -18,10 +19,10 @@ from liz.db.all_models import Base
 from liz.db.engine import create_engine
 from liz.errors import UsageError
 
-try:  # teaches SQLAlchemy's reflection the `vector` type, so `alembic check` knows it
+# Teaches SQLAlchemy's reflection the `vector` type, so `alembic check` knows it;
+# pgvector is the optional "postgres" extra.
+with contextlib.suppress(ImportError):
     import pgvector.sqlalchemy  # noqa: F401
-except ImportError:  # pgvector is the optional "postgres" extra
-    pass
 
 # Tables that live in a liz database but are not liz's to manage.
 FOREIGN_TABLES = frozenset({"_prisma_migrations"})
