@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import secrets
@@ -16,7 +17,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
 from liz.agent import BaseAgent
@@ -77,11 +78,50 @@ async def agent_input(request: Request) -> Response:
             framework.runtime.llm  # noqa: B018 - raises the error that names the settings
         except LizError as exc:
             return error(exc.message, exc.status)
+    if "text/event-stream" in request.headers.get("accept", ""):
+        return StreamingResponse(
+            stream_events(framework, input, agent), media_type="text/event-stream"
+        )
     res = await framework.process(input, agent)
     if res.reply is None:
         failure = res.error or LizError("no reply")
         return error(failure.message, failure.status)
     return JSONResponse(res.reply.to_json_dict())
+
+
+def sse(event: str, data: dict[str, Any]) -> str:
+    return f"event: {event}\ndata: {json.dumps(data)}\n\n"
+
+
+async def stream_events(
+    framework: AgentFramework, input: InputObject, agent: BaseAgent
+) -> AsyncIterator[str]:
+    """``token`` events while the reply is written, then one ``reply`` or ``error`` event.
+
+    The turn runs to its end even if the client goes away, so its memories are whole.
+    """
+    events: asyncio.Queue[str | None] = asyncio.Queue()
+
+    async def on_token(token: str) -> None:
+        await events.put(sse("token", {"text": token}))
+
+    async def run() -> None:
+        try:
+            res = await framework.process(input, agent, on_token=on_token)
+            if res.reply is not None:
+                await events.put(sse("reply", res.reply.to_json_dict()))
+            else:
+                failure = res.error or LizError("no reply")
+                await events.put(sse("error", {"error": failure.message, "status": failure.status}))
+        finally:
+            await events.put(None)
+
+    turn = asyncio.create_task(run())
+    try:
+        while (event := await events.get()) is not None:
+            yield event
+    finally:
+        await asyncio.shield(turn)
 
 
 async def list_agents(request: Request) -> Response:

@@ -24,6 +24,7 @@ logger = logging.getLogger(__name__)
 Next = Callable[[], Awaitable[None]]
 Middleware = Callable[["AgentRequest", "AgentResponse", Next], Awaitable[None]]
 ErrorHandler = Callable[[Exception, "AgentRequest", "AgentResponse"], Awaitable[None]]
+TokenSink = Callable[[str], Awaitable[None]]
 
 
 @dataclass
@@ -40,12 +41,25 @@ class AgentRequest:
 
 
 class AgentResponse:
-    """Collects exactly one outcome: a reply (``send``) or an error (``fail``)."""
+    """Collects exactly one outcome: a reply (``send``) or an error (``fail``).
 
-    def __init__(self, input: InputObject) -> None:
+    When the caller streams (``on_token``), a route may ``emit`` the reply's text as
+    it is generated; it still ends with ``send`` of the whole text.
+    """
+
+    def __init__(self, input: InputObject, *, on_token: TokenSink | None = None) -> None:
         self._input = input
+        self._on_token = on_token
         self.reply: AgentReply | None = None
         self.error: LizError | None = None
+
+    @property
+    def streaming(self) -> bool:
+        return self._on_token is not None
+
+    async def emit(self, token: str) -> None:
+        if self._on_token is not None and not self.done:
+            await self._on_token(token)
 
     @property
     def done(self) -> bool:
@@ -126,12 +140,17 @@ class AgentFramework:
     def middleware(self) -> tuple[Middleware, ...]:
         return tuple(self._middleware)
 
-    async def process(self, input: InputObject, agent: BaseAgent) -> AgentResponse:
-        """Run one input through the chain; always returns a reply or an error, never raises."""
+    async def process(
+        self, input: InputObject, agent: BaseAgent, *, on_token: TokenSink | None = None
+    ) -> AgentResponse:
+        """Run one input through the chain; always returns a reply or an error, never raises.
+
+        ``on_token`` receives the reply's text as routes generate it (server-sent events).
+        """
         if self._chain is None:
             self._chain = compose(self._middleware)
         req = AgentRequest(input=input, agent=agent, runtime=self.runtime)
-        res = AgentResponse(input)
+        res = AgentResponse(input, on_token=on_token)
         try:
             await self._chain(req, res, _chain_end)
         except Exception as exc:

@@ -23,9 +23,19 @@ async def store_reply(req: AgentRequest, text: str, *, type: str = "text") -> No
 
 
 async def converse(req: AgentRequest, res: AgentResponse) -> None:
-    text = await req.runtime.llm.text(
-        req.context, system=req.agent.get_system_prompt(), image_urls=req.input.image_urls
-    )
+    system = req.agent.get_system_prompt()
+    if res.streaming:
+        parts = []
+        async for delta in req.runtime.llm.stream(
+            req.context, system=system, image_urls=req.input.image_urls
+        ):
+            parts.append(delta)
+            await res.emit(delta)
+        text = "".join(parts)
+    else:
+        text = await req.runtime.llm.text(
+            req.context, system=system, image_urls=req.input.image_urls
+        )
     await store_reply(req, text)
     await res.send(text)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -190,3 +191,46 @@ async def test_an_api_key_guards_everything_but_health(
         )
         assert ok.status_code == 200 and ok.json()["text"] == "Welcome."
     assert await memory_count(runtime) == 2
+
+
+def parse_events(body: str) -> list[tuple[str, dict[str, Any]]]:
+    events = []
+    for block in body.strip().split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in block.splitlines())
+        events.append((fields["event"], json.loads(fields["data"])))
+    return events
+
+
+async def test_a_reply_streams_as_server_sent_events(
+    client: httpx.AsyncClient, scripted: ScriptedOpenAI, runtime: Runtime
+) -> None:
+    scripted.reply("Count the cash before you count the customers.")
+    body = {"input": {"agentId": "business-advisor", "userId": "u1", "text": "Advice?"}}
+    response = await client.post("/agent/input", json=body, headers={"accept": "text/event-stream"})
+    assert response.headers["content-type"].startswith("text/event-stream")
+    events = parse_events(response.text)
+    tokens = [data["text"] for event, data in events if event == "token"]
+    assert len(tokens) > 1
+    assert "".join(tokens) == "Count the cash before you count the customers."
+    assert events[-1] == (
+        "reply",
+        {
+            "text": "Count the cash before you count the customers.",
+            "route": "conversation",
+            "agentId": "business-advisor",
+            "userId": "u1",
+            "roomId": "business-advisor:u1",
+        },
+    )
+    assert await memory_count(runtime) == 2
+
+
+async def test_a_failed_stream_ends_with_an_error_event(
+    client: httpx.AsyncClient, scripted: ScriptedOpenAI, runtime: Runtime
+) -> None:
+    scripted.fail_next(500, times=10)
+    body = {"input": {"agentId": "business-advisor", "userId": "u1", "text": "Advice?"}}
+    response = await client.post("/agent/input", json=body, headers={"accept": "text/event-stream"})
+    event, data = parse_events(response.text)[-1]
+    assert event == "error" and data["status"] in (502, 503)
+    assert await memory_count(runtime) == 1  # the user's message is kept
