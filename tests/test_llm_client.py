@@ -7,6 +7,7 @@ import math
 import socket
 from typing import Any
 
+import httpx
 import pytest
 from pydantic import BaseModel
 
@@ -26,6 +27,16 @@ def anyio_backend() -> str:
 class Trip(BaseModel):
     destination: str
     days: int
+
+
+class Leg(BaseModel):
+    city: str
+    nights: int | None = None
+
+
+class Itinerary(BaseModel):
+    first: Leg
+    rest: list[Leg] = []
 
 
 class Tags(BaseModel):
@@ -186,6 +197,17 @@ async def test_json_fences_around_the_answer_are_accepted(scripted, llm):
     assert len(scripted.chat_requests) == 1
 
 
+async def test_nested_models_are_closed_and_fully_required_in_the_schema(scripted, llm):
+    scripted.reply({"first": {"city": "Lyon", "nights": None}, "rest": []})
+
+    assert (await llm.structured("Route", Itinerary)).first.city == "Lyon"
+    spec = scripted.chat_requests[0].response_format["json_schema"]
+    assert spec["strict"] is True
+    leg = spec["schema"]["$defs"]["Leg"]
+    assert leg["additionalProperties"] is False
+    assert leg["required"] == ["city", "nights"]
+
+
 async def test_free_form_maps_are_sent_without_strict_mode(scripted, llm):
     scripted.reply({"counts": {"tea": 2}})
 
@@ -344,6 +366,20 @@ async def test_from_settings_with_only_a_base_url_talks_to_that_server_over_http
 
     assert [r.model for r in scripted.chat_requests] == ["local-small", "gpt-4o"]
     assert scripted.chat_requests[0].headers["authorization"].startswith("Bearer ")
+
+
+async def test_from_settings_uses_the_injected_http_client(scripted):
+    transport = httpx.ASGITransport(app=scripted.app)
+    client = LLMClient.from_settings(
+        settings(openai_base_url="http://scripted/v1", openai_api_key="sk-local"),
+        http_client=httpx.AsyncClient(transport=transport),
+    )
+    scripted.reply("through the injected client")
+
+    assert client is not None
+    async with client:
+        assert await client.text("Hi") == "through the injected client"
+    assert scripted.chat_requests[0].headers["authorization"] == "Bearer sk-local"
 
 
 def test_negative_retries_in_settings_are_refused():

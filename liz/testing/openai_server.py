@@ -95,7 +95,9 @@ class RecordedRequest:
     @property
     def messages(self) -> list[dict[str, Any]]:
         messages = self.body.get("messages")
-        return messages if isinstance(messages, list) else []
+        if not isinstance(messages, list):
+            return []
+        return [message for message in messages if isinstance(message, dict)]
 
     @property
     def prompt(self) -> str:
@@ -110,7 +112,7 @@ class RecordedRequest:
             for message in self.messages
             if isinstance(message.get("content"), list)
             for part in message["content"]
-            if part.get("type") == "image_url"
+            if isinstance(part, dict) and part.get("type") == "image_url"
         ]
 
     @property
