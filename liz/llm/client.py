@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 import openai
+from openai import AsyncOpenAI
 from pydantic import BaseModel, SecretStr
 
 from liz.errors import UsageError
@@ -64,7 +65,7 @@ class LLMClient:
 
     def __init__(
         self,
-        openai_client: openai.AsyncOpenAI,
+        openai: AsyncOpenAI,
         *,
         small_model: str,
         large_model: str,
@@ -80,7 +81,7 @@ class LLMClient:
             )
         if embedding_batch_size < 1:
             raise UsageError("embedding_batch_size must be at least 1")
-        self.openai = openai_client
+        self.openai = openai
         self.small_model = small_model
         self.large_model = large_model
         self.embedding_model = embedding_model
@@ -119,7 +120,7 @@ class LLMClient:
         if on_openrouter:
             models = [name if "/" in name else f"openai/{name}" for name in models]
         log.debug("LLM endpoint %s, models %s", base_url, models)
-        client = openai.AsyncOpenAI(
+        client = AsyncOpenAI(
             api_key=api_key,
             base_url=base_url,
             timeout=settings.liz_llm_timeout,
