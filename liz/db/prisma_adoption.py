@@ -4,7 +4,7 @@ Such a database has the ``Memory`` and ``Tweet`` tables (and Prisma's
 ``_prisma_migrations``) but no ``alembic_version``. The core migration would try
 to create those tables again, so instead we check that they hold the columns we
 need, add what is missing, and record them as already at revision ``0001_core``.
-Rows are never touched; later migrations then run as usual.
+Rows keep their meaning (see the two rewrites below); later migrations then run as usual.
 """
 
 from __future__ import annotations
@@ -58,12 +58,28 @@ def adopt_prisma_tables(connection: Connection) -> None:
             if index.name not in index_names:
                 index.create(connection)
         if connection.dialect.name == "postgresql":
-            _make_created_at_aware(connection, table.name, inspector)
+            _make_created_at_aware(connection, table.name)
+        else:
+            _store_text_times_as_milliseconds(connection, table.name)
     enable_pgvector(connection)
     logger.info("adopted Liz's existing tables %s", sorted(existing & {"Memory", "Tweet"}))
 
 
-def _make_created_at_aware(connection: Connection, table: str, inspector: object) -> None:
+def _store_text_times_as_milliseconds(connection: Connection, table: str) -> None:
+    # Prisma writes epoch milliseconds, but a row inserted by hand takes the column
+    # default, SQLite's text "YYYY-MM-DD HH:MM:SS". SQLite sorts every number before
+    # every text, so mixed rows would come back out of order: rewrite the text ones
+    # as the same instant in milliseconds (Liz reads both forms).
+    connection.execute(
+        text(
+            f'UPDATE "{table}" SET "createdAt" = '
+            'CAST(ROUND((julianday("createdAt") - 2440587.5) * 86400000) AS INTEGER) '
+            'WHERE typeof("createdAt") = \'text\' AND julianday("createdAt") IS NOT NULL'
+        )
+    )
+
+
+def _make_created_at_aware(connection: Connection, table: str) -> None:
     # Prisma declares DateTime as "timestamp(3)" holding UTC; liz reads aware times.
     # Prisma reads timestamptz just as well, so Liz keeps working on the same rows.
     column = next(c for c in inspect(connection).get_columns(table) if c["name"] == "createdAt")

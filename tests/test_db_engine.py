@@ -1,0 +1,118 @@
+"""Engines: SQLite tuned for concurrent writers, PostgreSQL pooled from Settings."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from datetime import UTC, datetime
+
+import pytest
+from sqlalchemy import func, select, text
+from sqlalchemy.exc import TimeoutError as PoolTimeout
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from liz.config import Settings
+from liz.db.engine import create_engine, dialect_name, make_sessionmaker
+from liz.db.memories import count_memories, insert_memory
+from liz.db.models import MemoryRecord
+from liz.types import Memory
+
+pytestmark = pytest.mark.anyio
+
+
+def _settings(**values: object) -> Settings:
+    return Settings(_env_file=None, **values)  # type: ignore[call-arg, arg-type]
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+async def test_sqlite_runs_in_wal_mode_with_a_busy_timeout(engine: AsyncEngine) -> None:
+    async with engine.connect() as connection:
+        pragmas = {
+            name: await connection.scalar(text(f"PRAGMA {name}"))
+            for name in ("journal_mode", "busy_timeout", "foreign_keys", "synchronous")
+        }
+    assert pragmas == {"journal_mode": "wal", "busy_timeout": 30000, "foreign_keys": 1,
+                       "synchronous": 1}  # fmt: skip  # synchronous 1 is NORMAL
+
+
+async def test_200_concurrent_writers_all_land(
+    sessions: async_sessionmaker[AsyncSession],
+) -> None:
+    # Each writer reads, then writes: the pattern that fails at once with
+    # "database is locked" on SQLite when transactions start deferred.
+    async def write(n: int) -> None:
+        async with sessions() as session:
+            before = await count_memories(session, user_id="ada")
+            await insert_memory(
+                session,
+                Memory(
+                    user_id="ada", agent_id="liz", room_id="r", type="text",
+                    generator="external", content={"text": f"#{n}", "seen": before},
+                    created_at=datetime.now(UTC),
+                ),
+            )  # fmt: skip
+            await session.commit()
+
+    await asyncio.gather(*(write(n) for n in range(200)))
+    async with sessions() as session:
+        assert await count_memories(session, user_id="ada") == 200
+        texts = await session.scalars(select(func.count(func.distinct(MemoryRecord.content))))
+        assert texts.one() == 200
+
+
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+async def test_pool_settings_are_applied(database_url: str) -> None:
+    engine = create_engine(
+        database_url, _settings(db_pool_size=1, db_max_overflow=0, db_pool_timeout=0.2)
+    )
+    try:
+        assert dialect_name(engine) == "postgresql"
+        async with engine.connect() as held:
+            await held.execute(text("SELECT 1"))
+            # The only connection is taken and no overflow is allowed: the next waits, then fails.
+            with pytest.raises(PoolTimeout):
+                async with engine.connect() as second:
+                    await second.execute(text("SELECT 1"))
+    finally:
+        await engine.dispose()
+
+    sized = create_engine(database_url, _settings(db_pool_size=7, db_max_overflow=3))
+    try:
+        assert sized.pool.size() == 7  # type: ignore[attr-defined]
+        assert sized.pool._max_overflow == 3  # type: ignore[attr-defined]
+    finally:
+        await sized.dispose()
+
+
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+async def test_a_connection_the_server_dropped_is_replaced(database_url: str) -> None:
+    engine = create_engine(database_url, _settings(db_pool_size=1, db_max_overflow=0))
+    sessions = make_sessionmaker(engine)
+    try:
+        async with sessions() as session:
+            pid = await session.scalar(text("SELECT pg_backend_pid()"))
+        admin = create_engine(database_url, pooled=False)
+        async with admin.connect() as connection:
+            await connection.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+        await admin.dispose()
+        # pool_pre_ping notices the dead connection and opens a new one.
+        async with sessions() as session:
+            assert await session.scalar(text("SELECT pg_backend_pid()")) != pid
+    finally:
+        await engine.dispose()
+
+
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+async def test_prisma_schema_parameter_sets_the_search_path(database_url: str) -> None:
+    schema = f"s_{uuid.uuid4().hex[:8]}"
+    admin = create_engine(database_url, pooled=False)
+    async with admin.begin() as connection:
+        await connection.execute(text(f'CREATE SCHEMA "{schema}"'))
+    await admin.dispose()
+    separator = "&" if "?" in database_url else "?"
+    engine = create_engine(f"{database_url}{separator}schema={schema}")
+    try:
+        async with engine.connect() as connection:
+            assert await connection.scalar(text("SELECT current_schema()")) == schema
+    finally:
+        await engine.dispose()
