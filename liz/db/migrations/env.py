@@ -18,6 +18,7 @@ from liz.config import Settings
 from liz.db.all_models import Base
 from liz.db.engine import create_engine
 from liz.errors import UsageError
+from liz.memory.models import SEARCH_STRUCTURE_PREFIXES
 
 # Teaches SQLAlchemy's reflection the `vector` type, so `alembic check` knows it;
 # pgvector is the optional "postgres" extra.
@@ -29,6 +30,9 @@ FOREIGN_TABLES = frozenset({"_prisma_migrations"})
 
 
 def include_name(name: str | None, type_: str, parent_names: Any) -> bool:
+    # The facts memory's FTS5 table and per-dimension HNSW indexes are made outside the models.
+    if name is not None and name.startswith(SEARCH_STRUCTURE_PREFIXES):
+        return False
     return not (type_ == "table" and name in FOREIGN_TABLES)
 
 

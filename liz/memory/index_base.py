@@ -1,0 +1,116 @@
+"""What both vector/keyword indexes share: knowing which scopes changed since last look.
+
+Every change to a fact writes a ``FactHistory`` row, so the highest history id
+is a cheap, cross-process revision number; scopes with newer rows are stale.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from liz.memory.errors import EmbeddingMismatchError
+from liz.memory.vectors import Vector
+
+Scope = tuple[str, str]  # (agent id, user id)
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class IndexedFact:
+    """What an index needs to know of a fact it adds or replaces."""
+
+    id: str
+    agent_id: str
+    user_id: str
+    text: str
+
+
+class FactIndex(Protocol):
+    """Vector and keyword search over one scope's active facts, for one database kind."""
+
+    async def vector_candidates(
+        self,
+        session: AsyncSession,
+        scope: Scope,
+        query: Vector,
+        *,
+        model: str,
+        limit: int,
+        threshold: float,
+    ) -> list[tuple[str, float]]: ...
+
+    async def keyword_candidates(
+        self, session: AsyncSession, scope: Scope, terms: Sequence[str], *, limit: int
+    ) -> dict[str, str]: ...
+
+    async def similarities(
+        self, session: AsyncSession, scope: Scope, ids: Sequence[str], query: Vector, *, model: str
+    ) -> dict[str, float]: ...
+
+    async def prepare_dimension(self, dimension: int) -> None: ...
+
+    async def facts_added(self, session: AsyncSession, facts: Iterable[IndexedFact]) -> None: ...
+
+    async def facts_removed(self, session: AsyncSession, fact_ids: Iterable[str]) -> None: ...
+
+    def invalidate(self, scopes: Iterable[Scope]) -> None: ...
+
+
+class ScopeCache(Generic[T]):
+    """Per-scope values, dropped when the scope's facts change (in any process)."""
+
+    def __init__(self, max_scopes: int) -> None:
+        self._values: OrderedDict[Scope, T] = OrderedDict()
+        self._max_scopes = max_scopes
+        self._history_mark: int | None = None
+
+    async def refresh(self, session: AsyncSession) -> None:
+        """Forget scopes changed since the last call, by any process."""
+        mark = (await session.execute(text('SELECT max(id) FROM "FactHistory"'))).scalar()
+        mark = int(mark or 0)
+        if self._history_mark is None or mark < self._history_mark:
+            self._values.clear()
+        elif mark > self._history_mark:
+            changed = await session.execute(
+                text('SELECT DISTINCT "agentId", "userId" FROM "FactHistory" WHERE id > :mark'),
+                {"mark": self._history_mark},
+            )
+            self.invalidate((row[0], row[1]) for row in changed)
+        self._history_mark = mark
+
+    def get(self, scope: Scope) -> T | None:
+        value = self._values.get(scope)
+        if value is not None:
+            self._values.move_to_end(scope)
+        return value
+
+    def put(self, scope: Scope, value: T) -> None:
+        self._values[scope] = value
+        self._values.move_to_end(scope)
+        while len(self._values) > self._max_scopes:
+            self._values.popitem(last=False)
+
+    def invalidate(self, scopes: Iterable[Scope]) -> None:
+        for scope in scopes:
+            self._values.pop(scope, None)
+
+
+def check_models(scope: Scope, stored: set[tuple[str, int]], model: str, dimension: int) -> None:
+    """Refuse a query whose embedding model or dimension differs from the stored facts'."""
+    others = sorted(pair for pair in stored if pair != (model, dimension))
+    if not others:
+        return
+    found = ", ".join(f"{name} (dimension {dim})" for name, dim in others)
+    agent_id, user_id = scope
+    raise EmbeddingMismatchError(
+        f"facts of agent {agent_id!r} and user {user_id!r} were embedded with {found}, but "
+        f"this query uses {model} (dimension {dimension}); vectors from different models "
+        f"cannot be compared: run `liz memory reindex --agent {agent_id} --user {user_id}` "
+        "to re-embed them with the current LIZ_EMBEDDING_MODEL"
+    )

@@ -1,0 +1,154 @@
+"""Search on SQLite: vectors scanned with numpy from a per-scope cache, keywords with FTS5.
+
+This Python cannot load SQLite extensions (so no ``sqlite-vec`` without swapping
+the driver for everyone). An exact scan is also what keeps SQLite's answers equal
+to PostgreSQL's: one scope's vectors are read once into a float32 matrix and a
+search is one matrix-vector product (10k facts x 1536 dimensions is ~60 MB and a
+few ms). The cache is dropped for a scope whenever its facts change.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from sqlalchemy import bindparam, text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from liz.memory.index_base import IndexedFact, Scope, ScopeCache, check_models
+from liz.memory.vectors import Vector, from_stored, rounded
+
+
+@dataclass(frozen=True)
+class ScopeVectors:
+    ids: list[str]
+    rows: dict[str, int]
+    matrix: Vector  # one unit vector per row
+    models: set[tuple[str, int]]
+
+
+def search_rowid(fact_id: str) -> int:
+    """The FTS5 rowid of a fact: 63 bits of its id's hash, so a change finds its row fast."""
+    return int.from_bytes(hashlib.sha256(fact_id.encode()).digest()[:8], "big") >> 1
+
+
+def scope_token(scope: Scope) -> str:
+    """One word naming a scope in the FTS5 ``scope`` column; ids may hold any characters."""
+    digest = hashlib.sha256(f"{scope[0]}\x00{scope[1]}".encode()).hexdigest()
+    return f"s{digest[:32]}"
+
+
+class SqliteFactIndex:
+    """The :class:`~liz.memory.index_base.FactIndex` for SQLite."""
+
+    def __init__(self, max_scopes: int = 64) -> None:
+        self._cache: ScopeCache[ScopeVectors] = ScopeCache(max_scopes)
+
+    async def _vectors(self, session: AsyncSession, scope: Scope) -> ScopeVectors:
+        await self._cache.refresh(session)
+        cached = self._cache.get(scope)
+        if cached is not None:
+            return cached
+        result = await session.execute(
+            text(
+                'SELECT id, embedding, "embeddingModel", "embeddingDim" FROM "Fact" '
+                'WHERE "agentId" = :agent AND "userId" = :user AND "retiredAt" IS NULL '
+                "ORDER BY id"
+            ),
+            {"agent": scope[0], "user": scope[1]},
+        )
+        rows = result.all()
+        ids = [row[0] for row in rows]
+        models = {(row[2], int(row[3])) for row in rows}
+        if rows and len({int(row[3]) for row in rows}) == 1:
+            matrix = np.stack([from_stored(row[1]) for row in rows])
+        else:
+            matrix = np.zeros((0, 0), dtype=np.float32)
+        loaded = ScopeVectors(ids, {fid: i for i, fid in enumerate(ids)}, matrix, models)
+        self._cache.put(scope, loaded)
+        return loaded
+
+    async def vector_candidates(
+        self,
+        session: AsyncSession,
+        scope: Scope,
+        query: Vector,
+        *,
+        model: str,
+        limit: int,
+        threshold: float,
+    ) -> list[tuple[str, float]]:
+        vectors = await self._vectors(session, scope)
+        check_models(scope, vectors.models, model, query.size)
+        if not vectors.ids:
+            return []
+        scores = vectors.matrix @ query
+        count = min(limit, len(vectors.ids))
+        top = np.argpartition(-scores, count - 1)[:count] if count < len(scores) else range(count)
+        found = [(vectors.ids[i], rounded(scores[i])) for i in top]
+        found = [pair for pair in found if pair[1] >= threshold]
+        return sorted(found, key=lambda pair: (-pair[1], pair[0]))
+
+    async def similarities(
+        self, session: AsyncSession, scope: Scope, ids: Sequence[str], query: Vector, *, model: str
+    ) -> dict[str, float]:
+        vectors = await self._vectors(session, scope)
+        check_models(scope, vectors.models, model, query.size)
+        return {
+            fact_id: rounded(vectors.matrix[vectors.rows[fact_id]] @ query)
+            for fact_id in ids
+            if fact_id in vectors.rows
+        }
+
+    async def keyword_candidates(
+        self, session: AsyncSession, scope: Scope, terms: Sequence[str], *, limit: int
+    ) -> dict[str, str]:
+        if not terms:
+            return {}
+        words = " OR ".join(f'"{term}"' for term in terms)
+        match = f'scope : "{scope_token(scope)}" AND text : ({words})'
+        result = await session.execute(
+            text(
+                'SELECT "factId", text FROM "FactSearch" WHERE "FactSearch" MATCH :match '
+                "ORDER BY rank LIMIT :limit"
+            ),
+            {"match": match, "limit": limit},
+        )
+        return {row[0]: row[1] for row in result}
+
+    async def prepare_dimension(self, dimension: int) -> None:
+        return None
+
+    async def facts_added(self, session: AsyncSession, facts: Iterable[IndexedFact]) -> None:
+        rows = [
+            {
+                "rowid": search_rowid(fact.id),
+                "fact": fact.id,
+                "scope": scope_token((fact.agent_id, fact.user_id)),
+                "text": fact.text,
+            }
+            for fact in facts
+        ]
+        if rows:
+            await session.execute(
+                text(
+                    'INSERT INTO "FactSearch" (rowid, "factId", scope, text) '
+                    "VALUES (:rowid, :fact, :scope, :text)"
+                ),
+                rows,
+            )
+
+    async def facts_removed(self, session: AsyncSession, fact_ids: Iterable[str]) -> None:
+        rowids = [search_rowid(fact_id) for fact_id in fact_ids]
+        if rowids:
+            await session.execute(
+                text('DELETE FROM "FactSearch" WHERE rowid IN :rowids').bindparams(
+                    bindparam("rowids", expanding=True)
+                ),
+                {"rowids": rowids},
+            )
+
+    def invalidate(self, scopes: Iterable[Scope]) -> None:
+        self._cache.invalidate(scopes)

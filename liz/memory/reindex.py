@@ -1,0 +1,83 @@
+"""Re-embedding stored facts with the current embedding model (``liz memory reindex``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from sqlalchemy import ColumnElement, or_, select
+
+from liz.memory.models import FactRecord
+from liz.memory.vectors import for_storage
+
+if TYPE_CHECKING:
+    from liz.memory.store import MemoryStore
+
+BATCH = 256
+
+
+async def reindex_facts(
+    store: MemoryStore,
+    agent_id: str | None,
+    user_id: str | None,
+    *,
+    everything: bool,
+    progress: Callable[[int, int], None] | None,
+) -> int:
+    """Re-embed active facts (of one agent and/or user, or all) in batches; returns the count.
+
+    Without ``everything`` only facts embedded with another model or dimension are
+    touched, so an interrupted run can simply be started again.
+    """
+    model = store.llm.embedding_model
+    (probe,) = await store.embed(["dimension probe"])
+    dimension = int(probe.size)
+    conditions: list[ColumnElement[bool]] = [FactRecord.retired_at.is_(None)]
+    if agent_id is not None:
+        conditions.append(FactRecord.agent_id == agent_id)
+    if user_id is not None:
+        conditions.append(FactRecord.user_id == user_id)
+    if not everything:
+        conditions.append(
+            or_(FactRecord.embedding_model != model, FactRecord.embedding_dim != dimension)
+        )
+    async with store.sessions() as session:
+        ids = list(
+            await session.scalars(select(FactRecord.id).where(*conditions).order_by(FactRecord.id))
+        )
+        total = len(ids)
+    await store.index.prepare_dimension(dimension)
+    done = 0
+    if progress is not None:
+        progress(done, total)
+    for start in range(0, total, BATCH):
+        chunk = ids[start : start + BATCH]
+        async with store.sessions() as session:
+            texts = dict(
+                (
+                    await session.execute(
+                        select(FactRecord.id, FactRecord.text).where(FactRecord.id.in_(chunk))
+                    )
+                )
+                .tuples()
+                .all()
+            )
+        # Embedded outside the write transaction: no lock is held while the model works.
+        vectors = dict(zip(texts, await store.embed(list(texts.values())), strict=True))
+        async with store.sessions() as session, session.begin():
+            records = list(
+                await session.scalars(
+                    select(FactRecord).where(FactRecord.id.in_(chunk)).with_for_update()
+                )
+            )
+            for record in records:
+                if record.text != texts.get(record.id):
+                    continue  # changed meanwhile: that change embedded it already
+                record.embedding = for_storage(vectors[record.id], store.dialect)
+                record.embedding_model = model
+                record.embedding_dim = dimension
+        store.index.invalidate({(r.agent_id, r.user_id) for r in records})
+        done += len(chunk)
+        if progress is not None:
+            progress(done, total)
+    return total

@@ -1,0 +1,126 @@
+"""What the memory store hands back and takes in: plain data, no database objects."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, StringConstraints
+
+from liz.memory.schemas import Event
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One fact about a user, as an agent knows it.
+
+    ``created_at`` is when the system learned it and ``retired_at`` when it
+    stopped believing it (``None``: still active); ``valid_from`` and
+    ``invalid_from`` are when it became and stopped being true in the world,
+    as far as the conversation tells.
+    """
+
+    id: str
+    agent_id: str
+    user_id: str
+    text: str
+    subject: str
+    categories: tuple[str, ...]
+    created_at: datetime
+    updated_at: datetime
+    valid_from: datetime
+    invalid_from: datetime | None
+    retired_at: datetime | None
+    source_memory_id: str | None
+    score: float | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.retired_at is None
+
+    def to_json_dict(self) -> dict[str, Any]:
+        def stamp(value: datetime | None) -> str | None:
+            return value.isoformat() if value is not None else None
+
+        return {
+            "id": self.id,
+            "agentId": self.agent_id,
+            "userId": self.user_id,
+            "text": self.text,
+            "subject": self.subject,
+            "categories": list(self.categories),
+            "createdAt": stamp(self.created_at),
+            "updatedAt": stamp(self.updated_at),
+            "validFrom": stamp(self.valid_from),
+            "invalidFrom": stamp(self.invalid_from),
+            "retiredAt": stamp(self.retired_at),
+            "sourceMemoryId": self.source_memory_id,
+            "score": self.score,
+        }
+
+
+@dataclass(frozen=True)
+class FactEvent:
+    """One change an ``add`` made (or, for NOOP, did not need to make)."""
+
+    event: Event
+    fact_id: str
+    text: str
+    old_text: str | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    """One row of a fact's history: every change is kept, nothing is overwritten."""
+
+    fact_id: str
+    event: Event
+    old_text: str | None
+    new_text: str | None
+    at: datetime
+    actor: str
+    reason: str
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "factId": self.fact_id,
+            "event": self.event.value,
+            "oldText": self.old_text,
+            "newText": self.new_text,
+            "at": self.at.isoformat(),
+            "actor": self.actor,
+            "reason": self.reason,
+        }
+
+
+class FactOperation(BaseModel):
+    """An explicit change asked for by a caller (``MemoryStore.apply``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    op: Literal["add", "update", "delete"]
+    id: str | None = None
+    text: str | None = None
+    subject: Annotated[str, StringConstraints(strip_whitespace=True, max_length=100)] = "user"
+    categories: list[str] | None = None
+    reason: str = ""
+
+
+class ItemStatus(StrEnum):
+    APPLIED = "applied"
+    DUPLICATE = "duplicate"  # an exact duplicate of an existing fact: nothing written
+    REFUSED = "refused"
+
+
+@dataclass(frozen=True)
+class ItemResult:
+    """What ``apply`` did with one item of the batch, in the batch's order."""
+
+    index: int
+    op: str
+    status: ItemStatus
+    fact_id: str | None
+    reason: str = ""

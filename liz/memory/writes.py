@@ -1,0 +1,214 @@
+"""Applying changes: one transaction, a history row for each, nothing overwritten unseen.
+
+Targets are checked as they are now, under a per-scope lock: a fact retired or
+changed since the plan was made raises :class:`PlanConflict` (the caller plans
+again) rather than applying a decision made on stale text.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from liz.memory.index_base import FactIndex, IndexedFact, Scope
+from liz.memory.models import FactHistoryRecord, FactRecord
+from liz.memory.normalize import fact_hash
+from liz.memory.queries import active_by_hash, records_by_id
+from liz.memory.reconcile import Change
+from liz.memory.schemas import Event
+from liz.memory.types import FactEvent
+from liz.memory.vectors import Vector, for_storage
+
+
+class PlanConflict(Exception):
+    """A fact the plan changes was changed or retired meanwhile; plan again."""
+
+
+@dataclass(frozen=True)
+class WriteContext:
+    """Who writes, when, with which embedding model, for which message."""
+
+    scope: Scope
+    now: datetime
+    actor: str
+    model: str
+    dialect: str
+    source_memory_id: str | None = None
+
+
+async def lock_scope(session: AsyncSession, scope: Scope, dialect: str) -> None:
+    """Serialize writers of one scope across processes (SQLite serializes all writers)."""
+    if dialect == "postgresql":
+        await session.execute(
+            text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"),
+            {"key": f"liz-facts\x00{scope[0]}\x00{scope[1]}"},
+        )
+
+
+async def apply_changes(
+    session: AsyncSession,
+    index: FactIndex,
+    changes: Sequence[Change],
+    vectors: Mapping[str, Vector],
+    context: WriteContext,
+) -> list[FactEvent]:
+    """Apply ``changes`` in the session's transaction; return what was done, in order."""
+    scope = context.scope
+    await lock_scope(session, scope, context.dialect)
+    target_ids = [c.fact_id for c in changes if c.fact_id and c.event is not Event.NOOP]
+    targets = await records_by_id(session, scope, target_ids, for_update=True)
+    for change in changes:
+        if change.event in (Event.UPDATE, Event.DELETE):
+            record = targets.get(change.fact_id or "")
+            if record is None or record.retired_at is not None:
+                raise PlanConflict(f"fact {change.fact_id} was retired meanwhile")
+            if change.expected_updated_at and record.updated_at != change.expected_updated_at:
+                raise PlanConflict(f"fact {change.fact_id} was changed meanwhile")
+    retiring = {c.fact_id for c in changes if c.event is Event.DELETE}
+    new_hashes = [fact_hash(c.text) for c in changes if c.event in (Event.ADD, Event.UPDATE)]
+    existing = {
+        digest: record
+        for digest, record in (await active_by_hash(session, scope, new_hashes)).items()
+        if record.id not in retiring
+    }
+    events: list[FactEvent] = []
+    for change in changes:
+        if change.event is Event.DELETE:
+            events.append(
+                await _retire(session, index, targets[change.fact_id or ""], change, context)
+            )
+        elif change.event is Event.NOOP:
+            events.append(
+                FactEvent(Event.NOOP, change.fact_id or "", change.text, reason=change.reason)
+            )
+        else:
+            digest = fact_hash(change.text)
+            duplicate = existing.get(digest)
+            if duplicate is not None and duplicate.id != change.fact_id:
+                events.append(
+                    FactEvent(
+                        Event.NOOP,
+                        duplicate.id,
+                        duplicate.text,
+                        reason="exact duplicate of a stored fact",
+                    )
+                )
+                continue
+            if change.event is Event.UPDATE:
+                record = targets[change.fact_id or ""]
+                if record.hash == digest:
+                    events.append(FactEvent(Event.NOOP, record.id, record.text, reason="unchanged"))
+                    continue
+                events.append(await _update(session, index, record, change, vectors, context))
+            else:
+                record = await _insert(session, index, change, vectors, context)
+                events.append(FactEvent(Event.ADD, record.id, record.text, reason=change.reason))
+            existing[digest] = record
+    await session.flush()
+    index.invalidate([scope])
+    return events
+
+
+def _history(
+    record: FactRecord,
+    event: Event,
+    old: str | None,
+    new: str | None,
+    change: Change,
+    context: WriteContext,
+) -> FactHistoryRecord:
+    return FactHistoryRecord(
+        fact_id=record.id,
+        agent_id=record.agent_id,
+        user_id=record.user_id,
+        event=event.value,
+        old_text=old,
+        new_text=new,
+        created_at=context.now,
+        actor=context.actor,
+        reason=change.reason,
+    )
+
+
+async def _insert(
+    session: AsyncSession,
+    index: FactIndex,
+    change: Change,
+    vectors: Mapping[str, Vector],
+    context: WriteContext,
+) -> FactRecord:
+    vector = vectors[change.text]
+    record = FactRecord(
+        id=str(uuid.uuid4()),
+        agent_id=context.scope[0],
+        user_id=context.scope[1],
+        text=change.text,
+        subject=change.subject,
+        categories=json.dumps(list(change.categories)),
+        hash=fact_hash(change.text),
+        embedding=for_storage(vector, context.dialect),
+        embedding_model=context.model,
+        embedding_dim=int(vector.size),
+        created_at=context.now,
+        updated_at=context.now,
+        valid_from=context.now,
+        invalid_from=None,
+        retired_at=None,
+        source_memory_id=context.source_memory_id,
+    )
+    session.add(record)
+    await session.flush()  # the fact row before its history row (foreign key)
+    session.add(_history(record, Event.ADD, None, record.text, change, context))
+    await index.facts_added(session, [_indexed(record)])
+    return record
+
+
+async def _update(
+    session: AsyncSession,
+    index: FactIndex,
+    record: FactRecord,
+    change: Change,
+    vectors: Mapping[str, Vector],
+    context: WriteContext,
+) -> FactEvent:
+    old_text = record.text
+    vector = vectors[change.text]
+    record.text = change.text
+    record.hash = fact_hash(change.text)
+    if change.categories:
+        record.categories = json.dumps(list(change.categories))
+    record.embedding = for_storage(vector, context.dialect)
+    record.embedding_model = context.model
+    record.embedding_dim = int(vector.size)
+    record.updated_at = context.now
+    session.add(_history(record, Event.UPDATE, old_text, record.text, change, context))
+    await index.facts_removed(session, [record.id])
+    await index.facts_added(session, [_indexed(record)])
+    return FactEvent(Event.UPDATE, record.id, record.text, old_text=old_text, reason=change.reason)
+
+
+async def _retire(
+    session: AsyncSession,
+    index: FactIndex,
+    record: FactRecord,
+    change: Change,
+    context: WriteContext,
+) -> FactEvent:
+    record.retired_at = context.now
+    record.invalid_from = context.now
+    record.updated_at = context.now
+    session.add(_history(record, Event.DELETE, record.text, None, change, context))
+    await index.facts_removed(session, [record.id])
+    return FactEvent(
+        Event.DELETE, record.id, record.text, old_text=record.text, reason=change.reason
+    )
+
+
+def _indexed(record: FactRecord) -> IndexedFact:
+    return IndexedFact(record.id, record.agent_id, record.user_id, record.text)
