@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from alembic.script import ScriptDirectory
 from sqlalchemy import inspect, text
@@ -104,3 +109,27 @@ def test_upgrade_of_an_unreachable_database_is_a_storage_error() -> None:
         upgrade("postgresql://liz:hunter2@127.0.0.1:1/liz")
     assert "127.0.0.1:1" in caught.value.message
     assert "hunter2" not in caught.value.message
+
+
+def test_several_processes_migrating_at_once_all_succeed(empty_database_url: str) -> None:
+    # What happens when several `liz serve` processes start together on one database.
+    liz = Path(sys.executable).with_name("liz")
+    env = {**os.environ, "DATABASE_URL": empty_database_url}
+    runs = [
+        subprocess.Popen(
+            [str(liz), "db", "upgrade"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(3)
+    ]
+    outcomes = [(run.wait(timeout=120), run.stderr.read() if run.stderr else "") for run in runs]
+    for run in runs:
+        for stream in (run.stdout, run.stderr):
+            if stream is not None:
+                stream.close()
+    assert [code for code, _ in outcomes] == [0, 0, 0], outcomes
+    assert current(empty_database_url) == HEAD
+    check(empty_database_url)
