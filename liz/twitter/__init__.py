@@ -1,0 +1,39 @@
+"""The Twitter/X bot loop: scheduled posts and replies to mentions (``liz twitter``).
+
+The bot itself is :class:`liz.twitter.bot.TwitterBot`; this package's top level
+holds what needs no database: the transport protocol and its errors, the thread
+splitter, the clocks.
+"""
+
+from __future__ import annotations
+
+from liz.twitter.clock import Clock, ManualClock, SystemClock
+from liz.twitter.errors import (
+    TwitterAuthError,
+    TwitterError,
+    TwitterNotFound,
+    TwitterRateLimited,
+    TwitterRejected,
+    TwitterTransientError,
+)
+from liz.twitter.settings import TwitterSettings
+from liz.twitter.splitter import split_into_tweets, tweet_length
+from liz.twitter.transport import Tweet, TwitterTransport, TwitterUser
+
+__all__ = [
+    "Clock",
+    "ManualClock",
+    "SystemClock",
+    "Tweet",
+    "TwitterAuthError",
+    "TwitterError",
+    "TwitterNotFound",
+    "TwitterRateLimited",
+    "TwitterRejected",
+    "TwitterSettings",
+    "TwitterTransientError",
+    "TwitterTransport",
+    "TwitterUser",
+    "split_into_tweets",
+    "tweet_length",
+]

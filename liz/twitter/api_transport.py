@@ -1,0 +1,215 @@
+"""The official X API v2, through tweepy's asyncio client (``pip install 'liz[twitter]'``).
+
+Needs a developer-portal app with OAuth 1.0a user-context keys (read and
+write); reading mentions needs an access level that allows it (the free tier
+posts only). Tweepy's exceptions are translated here into ``liz.twitter.errors``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from liz.errors import UsageError
+from liz.twitter.errors import (
+    TwitterAuthError,
+    TwitterError,
+    TwitterNotFound,
+    TwitterRateLimited,
+    TwitterRejected,
+    TwitterTransientError,
+)
+from liz.twitter.settings import TwitterSettings
+from liz.twitter.transport import Tweet, TwitterUser
+
+T = TypeVar("T")
+
+TWEET_FIELDS = ["author_id", "conversation_id", "created_at", "referenced_tweets", "attachments"]
+EXPANSIONS = ["author_id", "attachments.media_keys"]
+MEDIA_FIELDS = ["url", "type"]
+PAGE_SIZE = 100
+
+
+def translate_tweepy_error(exc: BaseException, operation: str) -> TwitterError:
+    """The ``TwitterError`` for a tweepy, aiohttp or timeout failure during ``operation``."""
+    import aiohttp
+    import tweepy
+
+    detail = f"X API {operation} failed: {exc}"
+    if isinstance(exc, tweepy.TooManyRequests):
+        reset = getattr(exc, "reset_time", None)
+        reset_at = datetime.fromtimestamp(reset, UTC) if reset is not None else None
+        return TwitterRateLimited(detail, reset_at=reset_at)
+    if isinstance(exc, tweepy.Unauthorized):
+        return TwitterAuthError(
+            f"{detail} (check TWITTER_API_KEY, TWITTER_API_SECRET, TWITTER_ACCESS_TOKEN "
+            "and TWITTER_ACCESS_SECRET)"
+        )
+    if isinstance(exc, tweepy.NotFound):
+        return TwitterNotFound(detail)
+    if isinstance(exc, tweepy.BadRequest | tweepy.Forbidden):
+        return TwitterRejected(detail)
+    if isinstance(exc, tweepy.TwitterServerError | aiohttp.ClientError | asyncio.TimeoutError):
+        return TwitterTransientError(detail)
+    return TwitterError(detail)
+
+
+class TweepyTransport:
+    """A :class:`TwitterTransport` on X API v2 with OAuth 1.0a user context."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self._account: TwitterUser | None = None
+        self._user_ids: dict[str, int] = {}
+        # Replies posted by the bot belong to their parent's conversation; X's
+        # create call does not say which, so remember what we have seen.
+        self._conversations: dict[int, int] = {}
+
+    @classmethod
+    def from_settings(cls, settings: TwitterSettings) -> TweepyTransport:
+        if not settings.has_api_credentials:
+            raise UsageError(
+                "the X API transport needs TWITTER_API_KEY, TWITTER_API_SECRET, "
+                "TWITTER_ACCESS_TOKEN and TWITTER_ACCESS_SECRET (see docs/twitter.md), or set "
+                "TWITTER_TRANSPORT=twikit to log in with TWITTER_USERNAME/TWITTER_PASSWORD"
+            )
+        try:
+            from tweepy.asynchronous import AsyncClient
+        except ImportError as exc:
+            raise UsageError(
+                "the X API transport needs tweepy with aiohttp: pip install 'liz[twitter]'"
+            ) from exc
+
+        def secret(value: Any) -> str | None:
+            return None if value is None else str(value.get_secret_value())
+
+        client = AsyncClient(
+            bearer_token=secret(settings.bearer_token),
+            consumer_key=secret(settings.api_key),
+            consumer_secret=secret(settings.api_secret),
+            access_token=secret(settings.access_token),
+            access_token_secret=secret(settings.access_secret),
+        )
+        return cls(client)
+
+    async def _call(self, operation: str, call: Awaitable[T]) -> T:
+        try:
+            return await call
+        except Exception as exc:
+            raise translate_tweepy_error(exc, operation) from exc
+
+    async def me(self) -> TwitterUser:
+        if self._account is None:
+            response = await self._call("get_me", self.client.get_me(user_auth=True))
+            user = response.data
+            self._account = TwitterUser(id=int(user.id), username=user.username, name=user.name)
+        return self._account
+
+    async def post(self, text: str, reply_to: int | None = None) -> Tweet:
+        account = await self.me()
+        response = await self._call(
+            "create_tweet",
+            self.client.create_tweet(text=text, in_reply_to_tweet_id=reply_to, user_auth=True),
+        )
+        tweet_id = int(response.data["id"])
+        conversation = tweet_id if reply_to is None else self._conversations.get(reply_to, reply_to)
+        self._conversations[tweet_id] = conversation
+        return Tweet(
+            id=tweet_id,
+            text=str(response.data.get("text", text)),
+            author_id=account.id,
+            author_username=account.username,
+            conversation_id=conversation,
+            created_at=datetime.now(UTC),
+            in_reply_to_id=reply_to,
+        )
+
+    async def mentions(self, since_id: int | None) -> list[Tweet]:
+        account = await self.me()
+        response = await self._call(
+            "get_users_mentions",
+            self.client.get_users_mentions(
+                account.id, since_id=since_id, max_results=PAGE_SIZE, user_auth=True, **_fields()
+            ),
+        )
+        return self._tweets(response)
+
+    async def user_tweets(self, username: str, since_id: int | None) -> list[Tweet]:
+        key = username.lower().lstrip("@")
+        if key not in self._user_ids:
+            found = await self._call("get_user", self.client.get_user(username=key, user_auth=True))
+            if found.data is None:
+                raise TwitterNotFound(f"no X user named {username!r}")
+            self._user_ids[key] = int(found.data.id)
+        response = await self._call(
+            "get_users_tweets",
+            self.client.get_users_tweets(
+                self._user_ids[key],
+                since_id=since_id,
+                max_results=PAGE_SIZE,
+                exclude=["retweets"],
+                user_auth=True,
+                **_fields(),
+            ),
+        )
+        return self._tweets(response)
+
+    async def get_tweet(self, tweet_id: int) -> Tweet:
+        response = await self._call(
+            "get_tweet", self.client.get_tweet(tweet_id, user_auth=True, **_fields())
+        )
+        tweets = self._tweets(response)
+        if not tweets:
+            raise TwitterNotFound(f"tweet {tweet_id} does not exist or is not visible")
+        return tweets[0]
+
+    async def like(self, tweet_id: int) -> None:
+        await self._call("like", self.client.like(tweet_id, user_auth=True))
+
+    async def aclose(self) -> None:
+        session = getattr(self.client, "session", None)
+        if session is not None:
+            await session.close()
+
+    def _tweets(self, response: Any) -> list[Tweet]:
+        data = response.data
+        if data is None:
+            return []
+        items = data if isinstance(data, list) else [data]
+        includes = response.includes or {}
+        usernames = {int(u.id): u.username for u in includes.get("users", [])}
+        photos = {
+            m.media_key: m.url
+            for m in includes.get("media", [])
+            if getattr(m, "type", None) == "photo" and getattr(m, "url", None)
+        }
+        tweets = []
+        for item in items:
+            replied_to = next(
+                (int(r.id) for r in item.referenced_tweets or [] if r.type == "replied_to"), None
+            )
+            media_keys = (item.attachments or {}).get("media_keys", [])
+            tweet = Tweet(
+                id=int(item.id),
+                text=item.text,
+                author_id=int(item.author_id),
+                author_username=usernames.get(int(item.author_id), str(item.author_id)),
+                conversation_id=int(item.conversation_id or item.id),
+                created_at=item.created_at or datetime.now(UTC),
+                in_reply_to_id=replied_to,
+                image_urls=tuple(photos[key] for key in media_keys if key in photos),
+            )
+            self._conversations[tweet.id] = tweet.conversation_id
+            tweets.append(tweet)
+        return tweets
+
+
+def _fields() -> dict[str, Any]:
+    return {
+        "tweet_fields": TWEET_FIELDS,
+        "expansions": EXPANSIONS,
+        "media_fields": MEDIA_FIELDS,
+        "user_fields": ["username"],
+    }

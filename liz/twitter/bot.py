@@ -1,0 +1,235 @@
+"""The Twitter/X bot: a post loop and a reply loop for one agent, run by one process at a time.
+
+>>> bot = TwitterBot(agent, framework, transport, TwitterSettings())
+>>> await bot.start()   # returns at once; the loops run as asyncio tasks
+>>> ...
+>>> await bot.stop()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from datetime import datetime, timedelta
+
+from liz.agent import BaseAgent
+from liz.errors import LizError, LLMNotConfigured, UsageError
+from liz.pipeline import AgentFramework
+from liz.twitter.clock import Clock, SystemClock
+from liz.twitter.context import BotContext
+from liz.twitter.errors import TwitterAuthError
+from liz.twitter.leader import LeaderLock, leader_lock_for
+from liz.twitter.posting import first_post_time, write_and_post
+from liz.twitter.replying import ReplyCycle
+from liz.twitter.retry import Backoff, delay_after
+from liz.twitter.settings import TwitterSettings
+from liz.twitter.transport import TwitterTransport, TwitterUser
+
+logger = logging.getLogger(__name__)
+
+# Failures no waiting will cure: the loops stop and ``run`` raises them.
+FATAL_ERRORS = (TwitterAuthError, LLMNotConfigured, UsageError)
+
+
+class LeadershipLost(Exception):
+    """Another process may now run the loops; this one goes back to standby."""
+
+
+class TwitterBot:
+    """Posts on a schedule and answers mentions for ``agent``, through ``framework``.
+
+    ``clock`` and ``rng`` are injectable so tests control time and randomness;
+    ``leader`` defaults to the lock that fits the runtime's database.
+    """
+
+    def __init__(
+        self,
+        agent: BaseAgent,
+        framework: AgentFramework,
+        transport: TwitterTransport,
+        settings: TwitterSettings,
+        *,
+        clock: Clock | None = None,
+        rng: random.Random | None = None,
+        leader: LeaderLock | None = None,
+    ) -> None:
+        self.agent = agent
+        self.framework = framework
+        self.transport = transport
+        self.settings = settings
+        self.clock = clock or SystemClock()
+        self.rng = rng or random.Random()
+        self.dry_run = settings.dry_run
+        self.leader = leader or self._default_leader()
+        self.account: TwitterUser | None = None
+        self.is_leader = False
+        self.next_post_at: datetime | None = None
+        # The fatal error that stopped the loops, if one did.
+        self.failure: Exception | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    def _default_leader(self) -> LeaderLock:
+        engine = self.framework.runtime.sessions.kw.get("bind")
+        if engine is None:
+            raise UsageError("the runtime's sessionmaker has no engine; pass leader= explicitly")
+        return leader_lock_for(engine, self.agent.agent_id)
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    async def start(self) -> None:
+        """Start the loops in the background (they wait for the leader lock first)."""
+        if self.running:
+            raise UsageError("this TwitterBot is already running; call stop() first")
+        self.framework.runtime.llm  # noqa: B018 -- raises LLMNotConfigured now, not hours later
+        self._task = asyncio.create_task(self._supervise(), name=f"twitter:{self.agent.agent_id}")
+
+    async def stop(self) -> None:
+        """Stop the loops, release the leader lock and close nothing else; idempotent."""
+        task, self._task = self._task, None
+        if task is None:
+            return
+        task.cancel()
+        # A fatal error was already logged and kept in ``self.failure``.
+        with contextlib.suppress(asyncio.CancelledError, *FATAL_ERRORS):
+            await task
+
+    async def run(self) -> None:
+        """Run until cancelled; raises the fatal error (bad credentials, no LLM) that stopped it."""
+        await self.start()
+        task = self._task
+        if task is None:  # pragma: no cover - start() always sets it
+            return
+        try:
+            await task
+        finally:
+            await self.stop()
+
+    async def _supervise(self) -> None:
+        try:
+            await self._lead_whenever_possible()
+        except FATAL_ERRORS as exc:
+            self.failure = exc
+            logger.error("agent %s: Twitter loops stopped: %s", self.agent.agent_id, exc)
+            raise
+
+    async def _lead_whenever_possible(self) -> None:
+        while True:
+            await self._wait_for_leadership()
+            self.is_leader = True
+            try:
+                await self._lead()
+            except LeadershipLost:
+                logger.warning("agent %s: lost the leader lock; standing by", self.agent.agent_id)
+            finally:
+                self.is_leader = False
+                await self.leader.release()
+
+    async def _wait_for_leadership(self) -> None:
+        announced = False
+        while not await self.leader.try_acquire():
+            if not announced:
+                logger.info(
+                    "agent %s: another process runs its Twitter loops; standing by",
+                    self.agent.agent_id,
+                )
+                announced = True
+            await self.clock.sleep(self.settings.leader_retry_seconds)
+        logger.info("agent %s: running the Twitter loops", self.agent.agent_id)
+
+    async def _lead(self) -> None:
+        backoff = self._backoff()
+        while self.account is None:
+            try:
+                self.account = await self.transport.me()
+            except FATAL_ERRORS:
+                raise
+            except LizError as exc:
+                delay = delay_after(exc, self.clock.now(), backoff)
+                logger.warning("cannot reach X (%s); retrying in %.0f s", exc.message, delay)
+                await self.clock.sleep(delay)
+        ctx = BotContext(
+            agent=self.agent,
+            framework=self.framework,
+            transport=self.transport,
+            settings=self.settings,
+            clock=self.clock,
+            account=self.account,
+            dry_run=self.dry_run,
+        )
+        tasks = [
+            asyncio.create_task(self._post_loop(ctx), name="twitter-posts"),
+            asyncio.create_task(self._reply_loop(ctx), name="twitter-replies"),
+        ]
+        try:
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+            for task in done:
+                task.result()  # re-raises the failure that ended a loop
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _ensure_leader(self) -> None:
+        if not await self.leader.still_held():
+            raise LeadershipLost()
+
+    async def _post_loop(self, ctx: BotContext) -> None:
+        backoff = self._backoff()
+        self.next_post_at = await first_post_time(ctx, self.rng)
+        while True:
+            wait = (self.next_post_at - self.clock.now()).total_seconds()
+            if wait > 0:
+                await self.clock.sleep(wait)
+            await self._ensure_leader()
+            try:
+                await write_and_post(ctx)
+            except FATAL_ERRORS:
+                raise
+            except Exception as exc:
+                delay = delay_after(exc, self.clock.now(), backoff)
+                _log_failure("post", exc, delay)
+                self.next_post_at = self.clock.now() + _seconds(delay)
+                continue
+            backoff.reset()
+            self.next_post_at = self.clock.now() + self.settings.post_interval(self.rng)
+
+    async def _reply_loop(self, ctx: BotContext) -> None:
+        backoff = self._backoff()
+        cycle = ReplyCycle(ctx, started_at=self.clock.now())
+        while True:
+            await self._ensure_leader()
+            try:
+                await cycle.run()
+            except FATAL_ERRORS:
+                raise
+            except Exception as exc:
+                delay = delay_after(exc, self.clock.now(), backoff)
+                _log_failure("reply", exc, delay)
+            else:
+                backoff.reset()
+                delay = self.settings.polling_interval * 60
+            await self.clock.sleep(delay)
+
+    def _backoff(self) -> Backoff:
+        return Backoff(
+            base=self.settings.backoff_base_seconds,
+            cap=self.settings.backoff_max_seconds,
+            rng=self.rng,
+        )
+
+
+def _seconds(delay: float) -> timedelta:
+    return timedelta(seconds=delay)
+
+
+def _log_failure(loop: str, exc: Exception, delay: float) -> None:
+    # The loop is an outermost edge: unexpected errors are logged with their
+    # traceback once, expected ones as a line.
+    if isinstance(exc, LizError):
+        logger.warning("%s cycle failed: %s; next try in %.0f s", loop, exc.message, delay)
+    else:
+        logger.exception("%s cycle failed unexpectedly; next try in %.0f s", loop, delay)

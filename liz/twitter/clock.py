@@ -1,0 +1,128 @@
+"""Time for the bot loop: a real clock, and a manual one that tests move by hand.
+
+The loop reads the time and sleeps only through a :class:`Clock`, so a test can
+run hours of scheduled posting without waiting: it advances a
+:class:`ManualClock`, which wakes each sleeping task in time order and lets it
+run until it sleeps again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Protocol
+
+
+class Clock(Protocol):
+    """Where the bot gets the time and how it waits."""
+
+    def now(self) -> datetime:
+        """The current time, timezone-aware UTC."""
+        ...
+
+    async def sleep(self, seconds: float) -> None:
+        """Wait ``seconds``; cancellable."""
+        ...
+
+
+class SystemClock:
+    """The wall clock and ``asyncio.sleep``."""
+
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(max(0.0, seconds))
+
+
+@dataclass(order=True)
+class _Sleeper:
+    wake_at: datetime
+    order: int
+    future: asyncio.Future[None] = field(compare=False)
+
+
+class ManualClock:
+    """Virtual time: ``sleep`` waits until a test calls :meth:`advance` past its end.
+
+    >>> clock = ManualClock()
+    >>> await bot.start()
+    >>> await clock.wait_for_sleepers(2)      # both loops are idle
+    >>> await clock.advance(hours=4)          # every wake-up in those 4 hours happens, in order
+    """
+
+    def __init__(self, start: datetime | None = None, *, timeout: float = 30.0) -> None:
+        self._now = start or datetime(2025, 1, 1, 12, 0, tzinfo=UTC)
+        self._sleepers: list[_Sleeper] = []
+        self._order = itertools.count()
+        self._waiters: list[asyncio.Future[None]] = []
+        # A real-time bound on waiting for tasks to fall asleep, so a test that
+        # expects more sleepers than exist fails with a message instead of hanging.
+        self.timeout = timeout
+
+    def now(self) -> datetime:
+        return self._now
+
+    @property
+    def sleeping(self) -> int:
+        """How many tasks are asleep on this clock right now."""
+        return len(self._sleepers)
+
+    async def sleep(self, seconds: float) -> None:
+        if seconds <= 0:
+            await asyncio.sleep(0)
+            return
+        sleeper = _Sleeper(
+            self._now + timedelta(seconds=seconds),
+            next(self._order),
+            asyncio.get_running_loop().create_future(),
+        )
+        self._sleepers.append(sleeper)
+        self._changed()
+        try:
+            await sleeper.future
+        finally:
+            if sleeper in self._sleepers:
+                self._sleepers.remove(sleeper)
+                self._changed()
+
+    async def wait_for_sleepers(self, count: int) -> None:
+        """Wait (in real time, up to ``timeout``) until ``count`` tasks are asleep here."""
+        try:
+            async with asyncio.timeout(self.timeout):
+                while len(self._sleepers) < count:
+                    waiter = asyncio.get_running_loop().create_future()
+                    self._waiters.append(waiter)
+                    await waiter
+        except TimeoutError:
+            raise TimeoutError(
+                f"expected {count} tasks asleep on the clock, but {len(self._sleepers)} are"
+            ) from None
+
+    async def advance(self, seconds: float = 0, *, minutes: float = 0, hours: float = 0) -> None:
+        """Move time forward, waking sleepers one at a time in the order they are due.
+
+        Before each wake-up it waits until as many tasks sleep as did when it was
+        called, so each woken task finishes its work before time moves on.
+        """
+        expected = len(self._sleepers)
+        target = self._now + timedelta(seconds=seconds, minutes=minutes, hours=hours)
+        while True:
+            await self.wait_for_sleepers(expected)
+            due = [s for s in self._sleepers if s.wake_at <= target]
+            if not due:
+                break
+            first = min(due)
+            self._now = max(self._now, first.wake_at)
+            self._sleepers.remove(first)
+            first.future.set_result(None)
+        await self.wait_for_sleepers(expected)
+        self._now = max(self._now, target)
+
+    def _changed(self) -> None:
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)

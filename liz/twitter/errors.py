@@ -1,0 +1,51 @@
+"""Errors a Twitter/X transport raises, typed by what the bot loop should do about them.
+
+Each transport translates its library's exceptions into these once, so the loop
+never sees ``tweepy`` or ``twikit`` types.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from liz.errors import LizError
+
+
+class TwitterError(LizError):
+    """Base of every transport failure."""
+
+    status = 502
+
+
+class TwitterAuthError(TwitterError):
+    """The credentials are missing, wrong or revoked; retrying will not help."""
+
+    status = 401
+
+
+class TwitterRateLimited(TwitterError):
+    """X refused the call for now; ``reset_at`` is when it allows calls again, if known."""
+
+    status = 429
+
+    def __init__(self, message: str, *, reset_at: datetime | None = None) -> None:
+        super().__init__(message)
+        self.reset_at = reset_at
+
+
+class TwitterNotFound(TwitterError):
+    """The tweet or user does not exist (any more), or is not visible to this account."""
+
+    status = 404
+
+
+class TwitterRejected(TwitterError):
+    """X refused this one request (too long, duplicate, forbidden); retrying it as is won't help."""
+
+    status = 400
+
+
+class TwitterTransientError(TwitterError):
+    """A network failure or a server error on X's side; worth retrying later."""
+
+    status = 503

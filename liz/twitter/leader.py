@@ -1,0 +1,153 @@
+"""One bot loop per agent across processes: whoever holds the lock runs the loops.
+
+PostgreSQL: a session-level advisory lock (``pg_try_advisory_lock``) held on a
+dedicated connection for as long as the process leads; if that process dies,
+its connection closes and the server releases the lock. SQLite: an exclusive
+``flock`` on a file beside the database file, released by the OS when the
+process exits. A standby process tries again every few seconds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import tempfile
+from pathlib import Path
+from typing import Protocol
+
+from sqlalchemy import text
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+logger = logging.getLogger(__name__)
+
+# The first of the two int4 advisory-lock keys: "LIZT". The two-key space never
+# overlaps the one-bigint space that liz's migrations lock in.
+_LOCK_SPACE = 0x4C495A54
+
+
+class LeaderLock(Protocol):
+    """A lock that at most one bot process holds at a time."""
+
+    async def try_acquire(self) -> bool:
+        """Take the lock if it is free; True when this process holds it (again)."""
+        ...
+
+    async def still_held(self) -> bool:
+        """False once the lock was lost (e.g. the database connection dropped)."""
+        ...
+
+    async def release(self) -> None:
+        """Let another process take over; safe to call when not held."""
+        ...
+
+
+def _lock_key(agent_id: str) -> int:
+    digest = hashlib.blake2b(agent_id.encode("utf-8"), digest_size=4).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+class PostgresLeaderLock:
+    """An advisory lock keyed by the agent id, on a connection kept open while leading."""
+
+    def __init__(self, engine: AsyncEngine, agent_id: str) -> None:
+        self.engine = engine
+        self.key = _lock_key(agent_id)
+        self._connection: AsyncConnection | None = None
+
+    async def try_acquire(self) -> bool:
+        if self._connection is not None:
+            return await self.still_held()
+        connection = await self.engine.connect()
+        # Autocommit: the lock belongs to the session, and no transaction stays open for hours.
+        await connection.execution_options(isolation_level="AUTOCOMMIT")
+        try:
+            acquired = await connection.scalar(
+                text("SELECT pg_try_advisory_lock(:space, :key)"),
+                {"space": _LOCK_SPACE, "key": self.key},
+            )
+        except BaseException:
+            await connection.close()
+            raise
+        if not acquired:
+            await connection.close()
+            return False
+        self._connection = connection
+        return True
+
+    async def still_held(self) -> bool:
+        if self._connection is None:
+            return False
+        try:
+            await self._connection.scalar(text("SELECT 1"))
+        except SQLAlchemyError as exc:
+            logger.warning("lost the leader lock's database connection: %s", exc)
+            await self._drop()
+            return False
+        return True
+
+    async def release(self) -> None:
+        await self._drop()
+
+    async def _drop(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is None:
+            return
+        # Closing the server session is what surely frees the lock; a pooled
+        # connection returned as is would keep holding it.
+        try:
+            await connection.invalidate()
+        finally:
+            await connection.close()
+
+
+class FileLeaderLock:
+    """An exclusive ``flock`` on a file. It is held per open file, so two bots in one
+    process exclude each other too."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._fd: int | None = None
+
+    async def try_acquire(self) -> bool:
+        import fcntl  # POSIX only; imported here so the module loads everywhere
+
+        if self._fd is not None:
+            return True
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return False
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self._fd = fd
+        return True
+
+    async def still_held(self) -> bool:
+        return self._fd is not None
+
+    async def release(self) -> None:
+        import fcntl
+
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            finally:
+                os.close(fd)
+
+
+def leader_lock_for(engine: AsyncEngine, agent_id: str) -> LeaderLock:
+    """The lock that fits the database: advisory on PostgreSQL, a file beside SQLite's file."""
+    if engine.dialect.name == "postgresql":
+        return PostgresLeaderLock(engine, agent_id)
+    safe_id = hashlib.blake2b(agent_id.encode("utf-8"), digest_size=8).hexdigest()
+    database = engine.url.database
+    if database and database != ":memory:" and not database.startswith("file::memory:"):
+        path = Path(database).with_name(f"{Path(database).name}.twitter-{safe_id}.lock")
+    else:
+        path = Path(tempfile.gettempdir()) / f"liz-twitter-{safe_id}.lock"
+    return FileLeaderLock(path)

@@ -1,0 +1,206 @@
+"""Answering tweets: mentions of the account and tweets by target users.
+
+Each new tweet is handled once per account: a row in ``TwitterHandled`` is
+written in the same transaction as the reply, and the newest handled id per
+stream is the since-id cursor, so a restart resumes where the last run stopped.
+Tweets are handled oldest first and a cycle stops at the first failure that
+may pass (X down, rate limit, LLM unavailable), so the cursor never skips an
+unanswered tweet.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from datetime import datetime, timedelta
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from liz.errors import LizError, LLMError
+from liz.twitter.context import BotContext
+from liz.twitter.errors import (
+    TwitterNotFound,
+    TwitterRateLimited,
+    TwitterTransientError,
+)
+from liz.twitter.splitter import split_into_tweets
+from liz.twitter.store import (
+    MENTIONS_STREAM,
+    conversation_stopped,
+    is_handled,
+    mark_handled,
+    save_tweets,
+    since_id,
+    target_stream,
+)
+from liz.twitter.transport import Tweet
+from liz.types import InputObject, InputSource, InputType
+
+logger = logging.getLogger(__name__)
+
+Fetch = Callable[[int | None], Awaitable[list[Tweet]]]
+
+
+class ShouldRespond(BaseModel):
+    """The small model's decision about one tweet."""
+
+    decision: Literal["RESPOND", "IGNORE", "STOP"]
+    reason: str = Field(default="", description="one sentence")
+
+
+def _is_passing(error: Exception) -> bool:
+    """Failures that say nothing about the tweet itself: retry it later, never give up on it."""
+    if isinstance(error, TwitterTransientError | TwitterRateLimited):
+        return True
+    return isinstance(error, LLMError) and error.status >= 503
+
+
+class ReplyCycle:
+    """Answers what is new in each stream; keeps failure counts across cycles of one run."""
+
+    def __init__(self, ctx: BotContext, *, started_at: datetime) -> None:
+        self.ctx = ctx
+        # With no cursor yet (first run), tweets older than this are not answered.
+        self.oldest_answerable = started_at - timedelta(minutes=ctx.settings.polling_interval)
+        self._attempts: Counter[int] = Counter()
+        self._dry_run_seen: set[int] = set()
+
+    async def run(self) -> None:
+        """One pass over mentions, then each target user's timeline."""
+        transport = self.ctx.transport
+        await self._run_stream(MENTIONS_STREAM, transport.mentions)
+        for username in self.ctx.settings.target_users:
+
+            async def fetch(since: int | None, username: str = username) -> list[Tweet]:
+                return await transport.user_tweets(username, since)
+
+            await self._run_stream(target_stream(username), fetch)
+
+    async def _run_stream(self, stream: str, fetch: Fetch) -> None:
+        ctx = self.ctx
+        async with ctx.sessions() as session:
+            cursor = await since_id(session, account_id=ctx.account.id, stream=stream)
+        tweets = sorted(await fetch(cursor), key=lambda t: t.id)
+        for tweet in tweets:
+            if tweet.author_id == ctx.account.id or tweet.id in self._dry_run_seen:
+                continue
+            if cursor is not None and tweet.id <= cursor:
+                continue
+            async with ctx.sessions() as session:
+                if await is_handled(session, account_id=ctx.account.id, tweet_id=tweet.id):
+                    continue
+            if cursor is None and tweet.created_at < self.oldest_answerable:
+                await self._record(tweet, stream, "skipped")
+                continue
+            await self._handle_with_retries(tweet, stream)
+
+    async def _handle_with_retries(self, tweet: Tweet, stream: str) -> None:
+        try:
+            await self._handle(tweet, stream)
+        except Exception as exc:
+            if _is_passing(exc):
+                raise
+            self._attempts[tweet.id] += 1
+            if isinstance(exc, TwitterNotFound) or (
+                self._attempts[tweet.id] >= self.ctx.settings.max_reply_attempts
+            ):
+                logger.error("giving up on tweet %d: %s", tweet.id, exc)
+                await self._record(tweet, stream, "failed")
+                return
+            raise
+
+    async def _handle(self, tweet: Tweet, stream: str) -> None:
+        ctx = self.ctx
+        async with ctx.sessions() as session:
+            stopped = await conversation_stopped(
+                session, account_id=ctx.account.id, conversation_id=tweet.conversation_id
+            )
+        if stopped:
+            await self._record(tweet, stream, "ignored")
+            return
+        chain = await self._parent_chain(tweet)
+        if ctx.settings.should_respond_check:
+            choice = await self._decide(tweet, chain)
+            if choice.decision != "RESPOND":
+                logger.info(
+                    "not answering tweet %d (%s): %s", tweet.id, choice.decision, choice.reason
+                )
+                decision = "stopped" if choice.decision == "STOP" else "ignored"
+                await self._record(tweet, stream, decision)
+                return
+        text = await ctx.ask_agent(self._reply_input(tweet, chain))
+        texts = split_into_tweets(text, ctx.settings.max_tweet_length)
+        if not texts:
+            raise LizError(f"the agent wrote an empty reply to tweet {tweet.id}")
+        if ctx.dry_run:
+            logger.info("dry run: would reply to %s with %r", tweet.permanent_url, texts)
+            self._dry_run_seen.add(tweet.id)
+            return
+        posted = await ctx.post_thread(texts, reply_to=tweet.id)
+        await self._record(tweet, stream, "replied")
+        logger.info("replied to %s with %d tweet(s)", tweet.permanent_url, len(posted))
+        if ctx.settings.like_replied:
+            try:
+                await ctx.transport.like(tweet.id)
+            except LizError as exc:
+                logger.warning("could not like tweet %d: %s", tweet.id, exc.message)
+
+    async def _record(self, tweet: Tweet, stream: str, decision: str) -> None:
+        """Store the tweet and what was decided about it; on dry run, remember it in memory only."""
+        ctx = self.ctx
+        if ctx.dry_run:
+            self._dry_run_seen.add(tweet.id)
+            return
+        async with ctx.sessions() as session, session.begin():
+            await save_tweets(session, [tweet])
+            await mark_handled(
+                session,
+                account_id=ctx.account.id,
+                tweet=tweet,
+                stream=stream,
+                decision=decision,
+                at=ctx.clock.now(),
+            )
+        self._attempts.pop(tweet.id, None)
+
+    async def _parent_chain(self, tweet: Tweet) -> list[Tweet]:
+        """The tweets this one answers, oldest first, up to ``thread_depth`` of them."""
+        chain: list[Tweet] = []
+        parent_id = tweet.in_reply_to_id
+        while parent_id is not None and len(chain) < self.ctx.settings.thread_depth:
+            try:
+                parent = await self.ctx.transport.get_tweet(parent_id)
+            except TwitterNotFound:
+                break  # deleted or hidden: the context ends there
+            chain.append(parent)
+            parent_id = parent.in_reply_to_id
+        return chain[::-1]
+
+    async def _decide(self, tweet: Tweet, chain: list[Tweet]) -> ShouldRespond:
+        ctx = self.ctx
+        prompt = ctx.agent.templates.render(
+            "twitter_should_respond.j2",
+            name=ctx.agent.name,
+            username=ctx.account.username,
+            agent_context=ctx.agent.get_agent_context(),
+            chain=chain,
+            tweet=tweet,
+        )
+        return await ctx.framework.runtime.llm.structured(prompt, ShouldRespond, size="small")
+
+    def _reply_input(self, tweet: Tweet, chain: list[Tweet]) -> InputObject:
+        ctx = self.ctx
+        text = ctx.agent.templates.render(
+            "twitter_reply_context.j2", username=ctx.account.username, chain=chain, tweet=tweet
+        )
+        return InputObject(
+            source=InputSource.TWITTER,
+            user_id=str(tweet.author_id),
+            agent_id=ctx.agent.agent_id,
+            room_id=str(tweet.conversation_id),
+            type=InputType.TEXT_AND_IMAGE if tweet.image_urls else InputType.TEXT,
+            text=text,
+            image_urls=list(tweet.image_urls),
+        )

@@ -1,0 +1,198 @@
+"""X through an account's web session with twikit, for accounts without API access.
+
+``pip install 'liz[twikit]'``. It logs in with ``TWITTER_USERNAME``,
+``TWITTER_EMAIL`` and ``TWITTER_PASSWORD`` once and keeps the session cookies
+in ``TWITTER_COOKIES_FILE``, so later starts reuse the session instead of
+logging in again (frequent logins get accounts locked). This uses X's private
+web API: it may break when X changes it, and X's rules may not allow it for
+your account; prefer the official API where you can.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Awaitable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from liz.errors import UsageError
+from liz.twitter.errors import (
+    TwitterAuthError,
+    TwitterError,
+    TwitterNotFound,
+    TwitterRateLimited,
+    TwitterRejected,
+    TwitterTransientError,
+)
+from liz.twitter.settings import TwitterSettings
+from liz.twitter.transport import Tweet, TwitterUser
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+PAGE_SIZE = 20
+
+
+def _import_twikit() -> Any:
+    try:
+        import twikit
+    except ImportError as exc:
+        raise UsageError(
+            "TWITTER_TRANSPORT=twikit needs the twikit package: pip install 'liz[twikit]'"
+        ) from exc
+    return twikit
+
+
+def translate_twikit_error(exc: BaseException, operation: str) -> TwitterError:
+    """The ``TwitterError`` for a twikit or network failure during ``operation``."""
+    import httpx
+
+    errors = _import_twikit().errors
+    detail = f"X web {operation} failed: {exc}"
+    if isinstance(exc, errors.TooManyRequests):
+        reset = getattr(exc, "rate_limit_reset", None)
+        reset_at = datetime.fromtimestamp(int(reset), UTC) if reset else None
+        return TwitterRateLimited(detail, reset_at=reset_at)
+    auth_errors = tuple(
+        getattr(errors, name)
+        for name in ("Unauthorized", "AccountSuspended", "AccountLocked")
+        if hasattr(errors, name)
+    )
+    if isinstance(exc, auth_errors):
+        return TwitterAuthError(f"{detail} (log in again: delete TWITTER_COOKIES_FILE)")
+    if isinstance(exc, errors.NotFound):
+        return TwitterNotFound(detail)
+    if isinstance(exc, errors.BadRequest | errors.Forbidden):
+        return TwitterRejected(detail)
+    if isinstance(exc, errors.ServerError | httpx.TransportError | asyncio.TimeoutError):
+        return TwitterTransientError(detail)
+    return TwitterError(detail)
+
+
+class TwikitTransport:
+    """A :class:`TwitterTransport` on twikit's web client."""
+
+    def __init__(self, client: Any, settings: TwitterSettings) -> None:
+        self.client = client
+        self.settings = settings
+        self._account: TwitterUser | None = None
+        self._logged_in = False
+
+    @classmethod
+    def from_settings(cls, settings: TwitterSettings) -> TwikitTransport:
+        if not settings.has_login_credentials:
+            raise UsageError(
+                "TWITTER_TRANSPORT=twikit needs TWITTER_USERNAME and TWITTER_PASSWORD "
+                "(and TWITTER_EMAIL if X asks for it at login)"
+            )
+        return cls(_import_twikit().Client(language="en-US"), settings)
+
+    async def _call(self, operation: str, call: Awaitable[T]) -> T:
+        try:
+            return await call
+        except TwitterError:
+            raise
+        except Exception as exc:
+            raise translate_twikit_error(exc, operation) from exc
+
+    async def _session(self) -> None:
+        """Reuse the cached cookies, or log in once and cache them (owner-only file)."""
+        if self._logged_in:
+            return
+        cookies = Path(self.settings.cookies_file)
+        if cookies.is_file():
+            self.client.load_cookies(str(cookies))
+            logger.info("twikit: reusing the session in %s", cookies)
+        else:
+            password = self.settings.password
+            await self._call(
+                "login",
+                self.client.login(
+                    auth_info_1=self.settings.username,
+                    auth_info_2=self.settings.email,
+                    password=password.get_secret_value() if password else "",
+                ),
+            )
+            self.client.save_cookies(str(cookies))
+            os.chmod(cookies, 0o600)
+            logger.info("twikit: logged in, session saved to %s", cookies)
+        self._logged_in = True
+
+    async def me(self) -> TwitterUser:
+        if self._account is None:
+            await self._session()
+            user = await self._call("user", self.client.user())
+            self._account = TwitterUser(id=int(user.id), username=user.screen_name, name=user.name)
+        return self._account
+
+    async def post(self, text: str, reply_to: int | None = None) -> Tweet:
+        await self.me()
+        created = await self._call(
+            "create_tweet",
+            self.client.create_tweet(
+                text=text, reply_to=None if reply_to is None else str(reply_to)
+            ),
+        )
+        return self._tweet(created, reply_to=reply_to)
+
+    async def mentions(self, since_id: int | None) -> list[Tweet]:
+        account = await self.me()
+        found = await self._call(
+            "search_tweet",
+            self.client.search_tweet(f"@{account.username}", "Latest", count=PAGE_SIZE),
+        )
+        return [t for t in map(self._tweet, found) if since_id is None or t.id > since_id]
+
+    async def user_tweets(self, username: str, since_id: int | None) -> list[Tweet]:
+        await self.me()
+        user = await self._call(
+            "get_user_by_screen_name", self.client.get_user_by_screen_name(username.lstrip("@"))
+        )
+        found = await self._call(
+            "get_user_tweets", self.client.get_user_tweets(user.id, "Tweets", count=PAGE_SIZE)
+        )
+        return [t for t in map(self._tweet, found) if since_id is None or t.id > since_id]
+
+    async def get_tweet(self, tweet_id: int) -> Tweet:
+        await self.me()
+        return self._tweet(
+            await self._call("get_tweet_by_id", self.client.get_tweet_by_id(str(tweet_id)))
+        )
+
+    async def like(self, tweet_id: int) -> None:
+        await self.me()
+        await self._call("favorite_tweet", self.client.favorite_tweet(str(tweet_id)))
+
+    async def aclose(self) -> None:
+        http = getattr(self.client, "http", None)
+        close = getattr(http, "aclose", None)
+        if close is not None:
+            await close()
+
+    def _tweet(self, raw: Any, reply_to: int | None = None) -> Tweet:
+        legacy = (getattr(raw, "_data", None) or {}).get("legacy", {})
+        in_reply_to = getattr(raw, "in_reply_to", None) or reply_to
+        conversation = legacy.get("conversation_id_str") or in_reply_to or raw.id
+        created = getattr(raw, "created_at_datetime", None) or datetime.now(UTC)
+        images = []
+        for media in getattr(raw, "media", None) or []:
+            kind = media.get("type") if isinstance(media, dict) else getattr(media, "type", None)
+            url = (
+                media.get("media_url_https")
+                if isinstance(media, dict)
+                else getattr(media, "media_url", None)
+            )
+            if kind == "photo" and url:
+                images.append(str(url))
+        return Tweet(
+            id=int(raw.id),
+            text=str(getattr(raw, "full_text", None) or raw.text),
+            author_id=int(raw.user.id),
+            author_username=str(raw.user.screen_name),
+            conversation_id=int(conversation),
+            created_at=created,
+            in_reply_to_id=int(in_reply_to) if in_reply_to else None,
+            image_urls=tuple(images),
+        )

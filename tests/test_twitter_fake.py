@@ -1,0 +1,71 @@
+"""The in-memory X that tests and ``--dry-run`` use behaves like X where the bot relies on it."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from liz.testing.fake_twitter import FakeTwitter
+from liz.twitter.errors import (
+    TwitterNotFound,
+    TwitterRateLimited,
+    TwitterRejected,
+    TwitterTransientError,
+)
+from liz.twitter.transport import TwitterTransport
+
+
+def test_fake_is_a_transport() -> None:
+    assert isinstance(FakeTwitter(), TwitterTransport)
+
+
+@pytest.mark.anyio
+async def test_mentions_are_new_tweets_naming_the_bot_or_replying_to_it() -> None:
+    x = FakeTwitter(username="ada_bot")
+    post = await x.post("Hello from Ada")
+    first = x.tweet_as("bob", "@ada_bot hi")
+    x.tweet_as("carol", "nothing to do with the bot")
+    reply = x.tweet_as("dave", "nice post", reply_to=post.id)
+    found = await x.mentions(None)
+    assert [t.id for t in found] == [reply.id, first.id]  # newest first
+    assert [t.id for t in await x.mentions(first.id)] == [reply.id]
+    assert reply.conversation_id == post.id
+
+
+@pytest.mark.anyio
+async def test_ids_cross_a_power_of_ten_and_compare_as_numbers() -> None:
+    x = FakeTwitter(username="ada_bot")
+    tweets = [x.tweet_as("bob", f"@ada_bot number {n}") for n in range(8)]
+    assert tweets[0].id < 1000 <= tweets[-1].id
+    newest_first = await x.mentions(tweets[3].id)
+    assert [t.id for t in newest_first] == [t.id for t in reversed(tweets[4:])]
+
+
+@pytest.mark.anyio
+async def test_posts_over_the_weighted_limit_are_refused() -> None:
+    x = FakeTwitter()
+    with pytest.raises(TwitterRejected, match="1 to 280"):
+        await x.post("日本" * 71)  # 142 CJK characters weigh 284
+    assert x.posts == []
+
+
+@pytest.mark.anyio
+async def test_scripted_failures_outage_and_rate_limit() -> None:
+    x = FakeTwitter()
+    reset = datetime(2025, 1, 1, 13, 0, tzinfo=UTC)
+    x.rate_limit_until(reset, operations=("mentions",))
+    await x.post("posting still works")
+    with pytest.raises(TwitterRateLimited) as caught:
+        await x.mentions(None)
+    assert caught.value.reset_at == reset
+    assert await x.mentions(None) == []
+    x.go_down()
+    with pytest.raises(TwitterTransientError):
+        await x.me()
+    x.come_back()
+    assert (await x.me()).username == "liz_bot"
+    with pytest.raises(TwitterNotFound):
+        await x.get_tweet(12345)
+    with pytest.raises(ValueError, match="unknown operations"):
+        x.fail_next(TwitterTransientError("x"), operations=("tweet",))
