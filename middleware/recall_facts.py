@@ -1,0 +1,35 @@
+"""Recall what the agent knows about the user: the facts that best match the input."""
+
+from __future__ import annotations
+
+import logging
+
+from liz.errors import UsageError
+from liz.pipeline import AgentRequest, AgentResponse, Middleware, Next
+
+logger = logging.getLogger(__name__)
+
+
+def recall_facts(limit: int = 10, threshold: float | None = None) -> Middleware:
+    """A step that puts the user's best-matching facts on ``req.facts`` (before ``wrap_context``).
+
+    ``threshold`` is the similarity floor (default ``LIZ_MEMORY_SEARCH_THRESHOLD``);
+    facts matching the input's exact words count whatever their similarity.
+    Without a memory store or without input text it passes straight on.
+    """
+    if limit < 1:
+        raise UsageError(f"recall_facts(limit={limit}): limit must be at least 1")
+
+    async def recall(req: AgentRequest, res: AgentResponse, next: Next) -> None:
+        memory = req.runtime.memory
+        text = (req.input.text or "").strip()
+        if memory is not None and text:
+            req.facts = list(
+                await memory.search(
+                    text, req.input.agent_id, req.input.user_id, limit=limit, threshold=threshold
+                )
+            )
+            logger.debug("recalled %d facts for user %s", len(req.facts), req.input.user_id)
+        await next()
+
+    return recall
