@@ -116,3 +116,15 @@ async def test_prisma_schema_parameter_sets_the_search_path(database_url: str) -
             assert await connection.scalar(text("SELECT current_schema()")) == schema
     finally:
         await engine.dispose()
+
+
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+async def test_libpq_style_options_connect(database_url: str) -> None:
+    # pgserver's URL talks over a Unix socket (?host=/dir); libpq options ride along.
+    separator = "&" if "?" in database_url else "?"
+    engine = create_engine(f"{database_url}{separator}sslmode=disable&connect_timeout=10")
+    try:
+        async with engine.connect() as connection:
+            assert await connection.scalar(text("SELECT 1")) == 1
+    finally:
+        await engine.dispose()

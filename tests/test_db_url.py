@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from sqlalchemy.engine import make_url
 
-from liz.db.url import describe, normalize_database_url
+from liz.db.url import asyncpg_connect_args, describe, normalize_database_url
 from liz.errors import UsageError
 
 
@@ -33,6 +34,8 @@ def test_prisma_sqlite_options_are_dropped() -> None:
         ("sqlite:///liz.db", "sqlite+aiosqlite:///liz.db"),
         ("sqlite+aiosqlite:///liz.db", "sqlite+aiosqlite:///liz.db"),
         ("sqlite:////var/lib/liz.db", "sqlite+aiosqlite:////var/lib/liz.db"),
+        # In-memory: one connection, gone at exit; for tests of code that needs no tables.
+        ("sqlite+aiosqlite:///:memory:", "sqlite+aiosqlite:///:memory:"),
         ("postgresql://liz:pw@db:5432/liz", "postgresql+asyncpg://liz:pw@db:5432/liz"),
         ("postgres://liz:pw@db/liz", "postgresql+asyncpg://liz:pw@db/liz"),
         ("postgresql+asyncpg://liz@db/liz", "postgresql+asyncpg://liz@db/liz"),
@@ -89,3 +92,25 @@ def test_refusal_does_not_echo_the_password() -> None:
 )
 def test_describe_hides_passwords(url: str, shown: str) -> None:
     assert describe(url) == shown
+
+
+def test_libpq_and_prisma_options_become_asyncpg_arguments() -> None:
+    url = make_url(
+        normalize_database_url(
+            "postgresql://liz@db/liz?sslmode=require&connect_timeout=7&schema=agents"
+            "&application_name=liz"
+        )
+    )
+    remaining, connect_args = asyncpg_connect_args(url)
+    assert dict(remaining.query) == {"application_name": "liz"}
+    assert connect_args == {
+        "ssl": "require",
+        "timeout": 7.0,
+        "server_settings": {"search_path": "agents"},
+    }
+
+
+def test_a_connect_timeout_that_is_not_a_number_is_refused() -> None:
+    url = make_url(normalize_database_url("postgresql://liz@db/liz?connect_timeout=soon"))
+    with pytest.raises(UsageError, match="connect_timeout='soon' is not a number of seconds"):
+        asyncpg_connect_args(url)

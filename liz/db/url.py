@@ -59,7 +59,8 @@ def normalize_database_url(raw: str) -> str:
     if backend == "sqlite" and driver in ("", "aiosqlite"):
         # No file (sqlite://, :memory:) is an in-memory database: one connection,
         # gone at exit. Useful in tests; never shared between processes.
-        return url.set(drivername=SQLITE_DRIVER).render_as_string(hide_password=False)
+        # Swap the scheme only: rendering the URL would percent-escape the path.
+        return f"{SQLITE_DRIVER}://{text.split('://', 1)[1]}"
     if backend in ("postgresql", "postgres") and driver in ("", "asyncpg"):
         return _postgres(url).render_as_string(hide_password=False)
     if backend in ("sqlite", "postgresql", "postgres"):
@@ -140,8 +141,3 @@ def describe(url: str | URL) -> str:
 
 
 describe_database_url = describe
-
-
-def is_sqlite(url: str) -> bool:
-    """Whether a normalized URL points at SQLite."""
-    return make_url(url).get_backend_name() == "sqlite"
