@@ -7,6 +7,7 @@ again) rather than applying a decision made on stale text.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import uuid
 from collections.abc import Mapping, Sequence
@@ -45,10 +46,9 @@ class WriteContext:
 async def lock_scope(session: AsyncSession, scope: Scope, dialect: str) -> None:
     """Serialize writers of one scope across processes (SQLite serializes all writers)."""
     if dialect == "postgresql":
-        await session.execute(
-            text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"),
-            {"key": f"liz-facts\x00{scope[0]}\x00{scope[1]}"},
-        )
+        digest = hashlib.sha256(f"liz-facts\x00{scope[0]}\x00{scope[1]}".encode()).digest()
+        key = int.from_bytes(digest[:8], "big", signed=True)
+        await session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": key})
 
 
 async def apply_changes(

@@ -1,0 +1,261 @@
+"""MemoryStore.add: every event type and every robustness rule, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+
+from liz.llm import LLMOutputError
+from liz.memory.schemas import Event
+from liz.memory.store import MemoryStore
+from liz.testing.openai_server import ScriptedOpenAI
+from tests.test_memory_support import (  # noqa: F401 - fixtures
+    AGENT,
+    USER,
+    ManualClock,
+    clock,
+    decision,
+    extraction,
+    fact,
+    plan,
+    seed,
+    store,
+)
+
+pytestmark = pytest.mark.anyio
+
+
+def texts(facts: list) -> list[str]:  # type: ignore[type-arg]
+    return sorted(f.text for f in facts)
+
+
+async def test_new_facts_with_nothing_similar_are_added_without_a_reconcile_call(
+    store: MemoryStore, scripted: ScriptedOpenAI
+) -> None:
+    scripted.reply(
+        extraction(
+            fact("User's name is Ada", "user", "identity", "name"),
+            fact("User prefers green tea", "user", "preferences", "drinks"),
+        )
+    )
+    events = await store.add(
+        [
+            {"role": "user", "content": "I'm Ada and I love green tea"},
+            {"role": "assistant", "content": "Nice to meet you, Ada!"},
+        ],
+        AGENT,
+        USER,
+    )
+    assert [e.event for e in events] == [Event.ADD, Event.ADD]
+    assert texts(await store.list(AGENT, USER)) == ["User prefers green tea", "User's name is Ada"]
+    assert [r.schema_name for r in scripted.chat_requests] == ["ExtractedFacts"]
+    assert "I'm Ada and I love green tea" in scripted.chat_requests[0].prompt
+    stored = await store.get(events[0].fact_id, AGENT, USER)
+    assert stored is not None and stored.categories == ("identity", "name")
+
+
+async def test_nothing_worth_keeping_changes_nothing(
+    store: MemoryStore, scripted: ScriptedOpenAI
+) -> None:
+    scripted.reply(extraction())
+    assert await store.add("hello there", AGENT, USER) == []
+    assert await store.list(AGENT, USER) == []
+
+
+async def test_exact_duplicate_is_dropped_before_any_reconcile_call(
+    store: MemoryStore, scripted: ScriptedOpenAI
+) -> None:
+    (ada,) = await seed(store, scripted, fact("User's name is Ada"))
+    scripted.reply(extraction(fact("user's name is  ADA.")))
+    events = await store.add("Did I tell you my name is Ada?", AGENT, USER)
+    assert [(e.event, e.fact_id) for e in events] == [(Event.NOOP, ada)]
+    assert [r.schema_name for r in scripted.chat_requests] == ["ExtractedFacts", "ExtractedFacts"]
+    assert len(await store.list(AGENT, USER)) == 1
+
+
+async def test_update_keeps_the_id_and_records_old_and_new_text(
+    store: MemoryStore, scripted: ScriptedOpenAI
+) -> None:
+    (tea,) = await seed(store, scripted, fact("User likes tea"))
+    scripted.reply(
+        extraction(fact("User likes green tea in the morning")),
+        plan(decision(1, "UPDATE", 1, "User likes green tea, mostly in the morning")),
+    )
+    events = await store.add("I like green tea in the morning", AGENT, USER)
+    assert [(e.event, e.fact_id) for e in events] == [(Event.UPDATE, tea)]
+    assert texts(await store.list(AGENT, USER)) == ["User likes green tea, mostly in the morning"]
+    history = await store.history(tea, AGENT, USER)
+    assert [(h.event, h.old_text, h.new_text) for h in history] == [
+        (Event.ADD, None, "User likes tea"),
+        (Event.UPDATE, "User likes tea", "User likes green tea, mostly in the morning"),
+    ]
+    reconcile = scripted.chat_requests[-1]
+    assert reconcile.schema_name == "ReconcilePlan"
+    assert "1. [user] User likes tea" in reconcile.prompt
+    assert tea not in reconcile.prompt  # the model sees short ids only
+
+
+async def test_contradiction_retires_the_old_fact_and_adds_the_new_in_one_add(
+    store: MemoryStore, scripted: ScriptedOpenAI, clock: ManualClock
+) -> None:
+    (paris,) = await seed(store, scripted, fact("User lives in Paris"))
+    before = clock.advance()
+    clock.advance()
+    scripted.reply(
+        extraction(fact("User lives in Berlin now")),
+        plan(decision(1, "DELETE", 1, "User lives in Berlin now")),
+    )
+    events = await store.add("I moved to Berlin", AGENT, USER)
+    assert [e.event for e in events] == [Event.DELETE, Event.ADD]
+    assert events[0].fact_id == paris
+    assert texts(await store.list(AGENT, USER)) == ["User lives in Berlin now"]
+    old = await store.get(paris, AGENT, USER)
+    assert old is not None and old.retired_at is not None and old.invalid_from is not None
+    assert old.text == "User lives in Paris"  # retired, not erased
+    assert [h.event for h in await store.history(paris, AGENT, USER)] == [Event.ADD, Event.DELETE]
+    assert texts(await store.as_of(before, AGENT, USER)) == ["User lives in Paris"]
+
+
+async def test_noop_writes_nothing(store: MemoryStore, scripted: ScriptedOpenAI) -> None:
+    (cats,) = await seed(store, scripted, fact("User has two cats"))
+    scripted.reply(extraction(fact("User owns two cats")), plan(decision(1, "NOOP", 1)))
+    events = await store.add("my two cats say hi", AGENT, USER)
+    assert [(e.event, e.fact_id) for e in events] == [(Event.NOOP, cats)]
+    assert texts(await store.list(AGENT, USER)) == ["User has two cats"]
+    assert len(await store.history(cats, AGENT, USER)) == 1
+
+
+async def test_an_operation_on_an_id_never_shown_is_ignored_and_logged(
+    store: MemoryStore, scripted: ScriptedOpenAI, caplog: pytest.LogCaptureFixture
+) -> None:
+    (coffee,) = await seed(store, scripted, fact("User drinks coffee daily"))
+    scripted.reply(
+        extraction(fact("User drinks coffee with oat milk")),
+        plan(decision(1, "UPDATE", 7, "User drinks coffee with oat milk")),
+    )
+    with caplog.at_level(logging.WARNING, logger="liz.memory.reconcile"):
+        events = await store.add("oat milk in my coffee please", AGENT, USER)
+    assert "id 7, which the model was not shown" in caplog.text
+    assert [e.event for e in events] == [Event.ADD]  # the new fact is kept, not lost
+    assert texts(await store.list(AGENT, USER)) == [
+        "User drinks coffee daily",
+        "User drinks coffee with oat milk",
+    ]
+    assert len(await store.history(coffee, AGENT, USER)) == 1
+
+
+async def test_a_new_fact_the_plan_forgets_is_still_added(
+    store: MemoryStore, scripted: ScriptedOpenAI
+) -> None:
+    await seed(store, scripted, fact("User plays chess"))
+    scripted.reply(
+        extraction(fact("User plays chess online"), fact("User plays piano")),
+        plan(decision(1, "UPDATE", 1, "User plays chess online")),
+    )
+    await store.add("I play chess online, and piano", AGENT, USER)
+    assert texts(await store.list(AGENT, USER)) == ["User plays chess online", "User plays piano"]
+
+
+async def test_a_contradiction_cannot_retire_a_fact_about_another_subject(
+    store: MemoryStore, scripted: ScriptedOpenAI, caplog: pytest.LogCaptureFixture
+) -> None:
+    (sister,) = await seed(
+        store, scripted, fact("User's sister Mia lives in Oslo", "user's sister Mia")
+    )
+    scripted.reply(
+        extraction(fact("User lives in Oslo now", "user")),
+        plan(decision(1, "DELETE", 1, "User lives in Oslo now")),
+    )
+    with caplog.at_level(logging.WARNING, logger="liz.memory.reconcile"):
+        events = await store.add("I moved to Oslo too", AGENT, USER)
+    assert "refused DELETE" in caplog.text
+    assert [e.event for e in events] == [Event.ADD]
+    assert texts(await store.list(AGENT, USER)) == [
+        "User lives in Oslo now",
+        "User's sister Mia lives in Oslo",
+    ]
+    sister_fact = await store.get(sister, AGENT, USER)
+    assert sister_fact is not None and sister_fact.active
+
+
+@pytest.mark.parametrize(
+    "bad_answer",
+    ["this is not JSON", "", '{"facts": [{"text": "User is 30"}]}'],
+    ids=["malformed-json", "empty-answer", "wrong-schema"],
+)
+async def test_unusable_extraction_is_retried_with_the_error_then_changes_nothing(
+    store: MemoryStore, scripted: ScriptedOpenAI, bad_answer: str
+) -> None:
+    scripted.reply(bad_answer, bad_answer)
+    with pytest.raises(LLMOutputError):
+        await store.add("I'm 30", AGENT, USER)
+    assert await store.list(AGENT, USER) == []
+    retry = scripted.chat_requests[1]
+    assert "Your last answer could not be used" in retry.prompt
+    expected = {
+        "malformed-json": "Invalid JSON",
+        "empty-answer": "empty",
+        "wrong-schema": "Field required",
+    }
+    assert any(word in retry.prompt for word in expected.values())
+
+
+async def test_a_repaired_answer_on_the_retry_is_used(
+    store: MemoryStore, scripted: ScriptedOpenAI
+) -> None:
+    scripted.reply("{not json", extraction(fact("User is 30 years old")))
+    await store.add("I'm 30", AGENT, USER)
+    assert texts(await store.list(AGENT, USER)) == ["User is 30 years old"]
+
+
+async def test_unusable_reconcile_answer_leaves_the_store_unchanged(
+    store: MemoryStore, scripted: ScriptedOpenAI
+) -> None:
+    (tea,) = await seed(store, scripted, fact("User likes tea"))
+    one_category = plan(decision(1, "UPDATE", 1, "User likes black tea", categories=("drinks",)))
+    scripted.reply(extraction(fact("User likes black tea")), one_category, one_category)
+    with pytest.raises(LLMOutputError):
+        await store.add("black tea for me", AGENT, USER)
+    assert "2 to 5 categories" in scripted.chat_requests[-1].prompt
+    assert texts(await store.list(AGENT, USER)) == ["User likes tea"]
+    assert len(await store.history(tea, AGENT, USER)) == 1
+
+
+async def test_concurrent_adds_for_one_user_store_a_fact_once(
+    store: MemoryStore, scripted: ScriptedOpenAI
+) -> None:
+    scripted.reply(*[extraction(fact("User's name is Ada"))] * 4)
+    results = await asyncio.gather(*[store.add(f"I'm Ada ({n})", AGENT, USER) for n in range(4)])
+    events = sorted(e.event for batch in results for e in batch)
+    assert events == [Event.ADD, Event.NOOP, Event.NOOP, Event.NOOP]
+    assert texts(await store.list(AGENT, USER)) == ["User's name is Ada"]
+
+
+async def test_concurrent_contradictions_leave_one_consistent_answer(
+    store: MemoryStore, scripted: ScriptedOpenAI
+) -> None:
+    await seed(store, scripted, fact("User lives in Paris"))
+
+    def answer(request):  # type: ignore[no-untyped-def]
+        if request.schema_name == "ExtractedFacts":
+            city = "Rome" if "Rome" in request.prompt else "Berlin"
+            return extraction(fact(f"User lives in {city}"))
+        city = (
+            "Rome" if "] User lives in Rome" in request.prompt.split("New facts")[1] else "Berlin"
+        )
+        return plan(decision(1, "DELETE", 1, f"User lives in {city}"))
+
+    scripted.respond_with(answer)
+    await asyncio.gather(
+        store.add("I moved to Berlin", AGENT, USER), store.add("I moved to Rome", AGENT, USER)
+    )
+    active = await store.list(AGENT, USER)
+    assert len(active) == 1 and active[0].text in ("User lives in Berlin", "User lives in Rome")
+    everything = await store.list(AGENT, USER, include_retired=True)
+    assert texts(everything) == [
+        "User lives in Berlin",
+        "User lives in Paris",
+        "User lives in Rome",
+    ]
