@@ -11,18 +11,18 @@ from liz.llm import LLMOutputError
 from liz.memory.schemas import Event
 from liz.memory.store import MemoryStore
 from liz.testing.openai_server import ScriptedOpenAI
-from tests.test_memory_support import (  # noqa: F401 - fixtures
+from tests.test_memory_support import (
     AGENT,
     USER,
     ManualClock,
-    clock,
     decision,
     extraction,
     fact,
     plan,
     seed,
-    store,
 )
+
+pytest_plugins = ["tests.test_memory_support"]
 
 pytestmark = pytest.mark.anyio
 
