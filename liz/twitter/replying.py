@@ -62,8 +62,10 @@ class ReplyCycle:
 
     def __init__(self, ctx: BotContext, *, started_at: datetime) -> None:
         self.ctx = ctx
-        # With no cursor yet (first run), tweets older than this are not answered.
-        self.oldest_answerable = started_at - timedelta(minutes=ctx.settings.polling_interval)
+        # With no cursor yet (first run), older tweets are not answered: mentions from
+        # before first_run_max_age_hours, a target user's tweets from before this run.
+        self.oldest_mention = started_at - timedelta(hours=ctx.settings.first_run_max_age_hours)
+        self.oldest_target_tweet = started_at - timedelta(minutes=ctx.settings.polling_interval)
         self._attempts: Counter[int] = Counter()
         self._dry_run_seen: set[int] = set()
 
@@ -91,10 +93,13 @@ class ReplyCycle:
             async with ctx.sessions() as session:
                 if await is_handled(session, account_id=ctx.account.id, tweet_id=tweet.id):
                     continue
-            if cursor is None and tweet.created_at < self.oldest_answerable:
+            if cursor is None and tweet.created_at < self._oldest_answerable(stream):
                 await self._record(tweet, stream, "skipped")
                 continue
             await self._handle_with_retries(tweet, stream)
+
+    def _oldest_answerable(self, stream: str) -> datetime:
+        return self.oldest_mention if stream == MENTIONS_STREAM else self.oldest_target_tweet
 
     async def _handle_with_retries(self, tweet: Tweet, stream: str) -> None:
         try:

@@ -47,6 +47,8 @@ class TwitterSettings(BaseSettings):
     target_users: Annotated[list[str], NoDecode] = Field(default_factory=list)
     should_respond_check: bool = True
     thread_depth: int = Field(default=5, ge=0)
+    # On the very first run (no cursor yet), mentions older than this are not answered.
+    first_run_max_age_hours: float = Field(default=24.0, ge=0)
     like_replied: bool = False
     max_reply_attempts: int = Field(default=3, ge=1)
 

@@ -88,9 +88,7 @@ def _paragraphs(text: str) -> list[str]:
 def _atoms(paragraph: str, max_length: int) -> list[_Atom]:
     """Pieces of a paragraph that each fit a tweet: sentences, else words, else word pieces."""
     atoms: list[_Atom] = []
-    sentences = [s for s in _SENTENCE_END.split(paragraph) if s.strip()]
-    for s_index, sentence in enumerate(sentences):
-        separator = "" if s_index == 0 else _sentence_joiner(sentences[s_index - 1])
+    for sentence, separator in _sentences(paragraph):
         if tweet_length(sentence) <= max_length:
             atoms.append(_Atom(sentence, separator))
             continue
@@ -104,9 +102,20 @@ def _atoms(paragraph: str, max_length: int) -> list[_Atom]:
     return atoms
 
 
-def _sentence_joiner(previous: str) -> str:
-    # CJK sentences are written without a space after the full stop.
-    return "" if previous.rstrip()[-1:] in "。！？" else " "
+def _sentences(paragraph: str) -> list[tuple[str, str]]:
+    """Each sentence with the whitespace that came before it: "" first, then " ", "\n" or ""."""
+    sentences: list[tuple[str, str]] = []
+    start, before = 0, ""
+    for boundary in _SENTENCE_END.finditer(paragraph):
+        sentence = paragraph[start : boundary.start()]
+        if sentence.strip():
+            sentences.append((sentence, before if sentences else ""))
+            gap = boundary.group()
+            before = "\n" if "\n" in gap else (" " if gap else "")
+        start = boundary.end()
+    if paragraph[start:].strip():
+        sentences.append((paragraph[start:], before if sentences else ""))
+    return sentences
 
 
 def _cut_word(word: str, max_length: int) -> list[str]:
