@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -178,7 +179,7 @@ async def test_random_interval_posts_between_min_and_max(world: World) -> None:
     await world.start(bot)
     await world.clock.advance(hours=20)
     times = [t.created_at for t in world.x.posts]
-    gaps = [(b - a).total_seconds() / 3600 for a, b in zip(times, times[1:], strict=False)]
+    gaps = [(b - a).total_seconds() / 3600 for a, b in itertools.pairwise(times)]
     assert len(times) >= 9
     assert all(1 <= gap <= 2 for gap in gaps)
     assert len({round(gap, 3) for gap in gaps}) > 1

@@ -1,0 +1,93 @@
+"""Several bot processes on one database: one runs the loops, another takes over when it stops."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+
+from liz.config import Settings
+from liz.db.engine import create_engine, make_sessionmaker
+from liz.runtime import Runtime
+from liz.twitter.leader import FileLeaderLock, leader_lock_for
+from tests.test_twitter_bot import World
+
+# The fixture, shared with the single-bot tests (a re-export, so pytest finds it here).
+from tests.test_twitter_bot import world as world
+
+
+@asynccontextmanager
+async def process_runtime(world: World, database_url: str) -> AsyncIterator[Runtime]:
+    """What a second process has: its own engine and pool on the same database."""
+    engine = create_engine(database_url)
+    try:
+        yield Runtime(
+            settings=Settings(_env_file=None, database_url=database_url),  # type: ignore[call-arg]
+            sessions=make_sessionmaker(engine),
+            llm_client=world.runtime.llm_client,
+            clock=world.clock.now,
+        )
+    finally:
+        await engine.dispose()
+
+
+@pytest.mark.anyio
+async def test_two_bots_on_one_database_post_and_reply_once(
+    world: World, database_url: str
+) -> None:
+    x = world.x
+    mention = x.tweet_as("bob", "@ada_bot who answers?")
+    async with (
+        process_runtime(world, database_url) as first_runtime,
+        process_runtime(world, database_url) as second_runtime,
+    ):
+        first = world.bot(first_runtime, post_immediately=True)
+        second = world.bot(second_runtime, post_immediately=True)
+        await first.start()
+        await world.clock.wait_for_sleepers(2)
+        await world.start(second, sleepers=3)  # the second stands by: one sleeper more
+        assert (first.is_leader, second.is_leader) == (True, False)
+        await world.clock.advance(hours=8, minutes=1)
+        posts = [t for t in x.posts if t.in_reply_to_id is None]
+        replies = [t for t in x.posts if t.in_reply_to_id == mention.id]
+        assert (len(posts), len(replies)) == (3, 1)  # at 0, 4 and 8 hours; one reply
+
+        await first.stop()
+        await world.clock.advance(seconds=30)  # the standby retries the lock
+        await world.clock.wait_for_sleepers(2)
+        assert second.is_leader
+        later = x.tweet_as("dave", "@ada_bot still there?")
+        await world.clock.advance(hours=4)
+        posts = [t for t in x.posts if t.in_reply_to_id is None]
+        assert len(posts) == 4  # the schedule goes on from the last post, not from scratch
+        assert [t.in_reply_to_id for t in x.posts if t.in_reply_to_id] == [mention.id, later.id]
+        await second.stop()
+
+
+@pytest.mark.anyio
+async def test_lock_is_exclusive_and_free_again_after_release(
+    world: World, database_url: str
+) -> None:
+    async with (
+        process_runtime(world, database_url) as one,
+        process_runtime(world, database_url) as two,
+    ):
+        engine_one = one.sessions.kw["bind"]
+        engine_two = two.sessions.kw["bind"]
+        first = leader_lock_for(engine_one, "ada")
+        second = leader_lock_for(engine_two, "ada")
+        other_agent = leader_lock_for(engine_two, "bea")
+        assert await first.try_acquire()
+        assert not await second.try_acquire()
+        assert await other_agent.try_acquire()  # another agent's loops run independently
+        assert await first.still_held()
+        await first.release()
+        assert not await first.still_held()
+        assert await second.try_acquire()
+        await second.release()
+        await other_agent.release()
+        if engine_one.dialect.name == "sqlite":
+            assert isinstance(first, FileLeaderLock)
+            assert first.path.parent == Path(str(engine_one.url.database)).parent
