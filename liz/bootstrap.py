@@ -17,6 +17,7 @@ from liz.config import Settings
 from liz.db.engine import create_engine, make_sessionmaker
 from liz.errors import UsageError
 from liz.llm import LLMClient
+from liz.memory.store import MemoryStore
 from liz.pipeline import AgentFramework, Middleware
 from liz.routes import standard_routes
 from liz.runtime import Clock, Runtime, utc_now
@@ -108,8 +109,6 @@ async def open_runtime(
             "no LLM configured (set OPENAI_API_KEY, OPENROUTER_API_KEY or OPENAI_BASE_URL); "
             "POST /agent/input will answer 503 until one is set"
         )
-    from liz.memory.store import MemoryStore
-
     sessions = make_sessionmaker(engine)
     memory = MemoryStore(sessions, llm, engine=engine, clock=clock) if llm else None
     runtime = Runtime(

@@ -22,6 +22,7 @@ from starlette.routing import BaseRoute, Route
 
 from liz.agent import BaseAgent
 from liz.errors import LizError
+from liz.memory.http import fact_routes
 from liz.pipeline import AgentFramework
 from liz.types import InputObject, InputSource
 
@@ -188,8 +189,6 @@ async def http_error(request: Request, exc: Exception) -> Response:
 
 
 def routes() -> list[BaseRoute]:
-    from liz.memory.http import fact_routes
-
     return [
         Route("/agent/input", agent_input, methods=["POST"]),
         Route("/agents", list_agents, methods=["GET"]),

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from liz.pipeline import Middleware
 from middleware.create_memory import create_memory
+from middleware.extract_facts import extract_facts
 from middleware.load_memories import load_memories
+from middleware.recall_facts import recall_facts
 from middleware.router import router
 from middleware.validate_input import validate_input
 from middleware.wrap_context import wrap_context
@@ -17,14 +19,18 @@ from middleware.wrap_context import wrap_context
 standard_middleware: list[Middleware] = [
     validate_input,
     load_memories(limit=100),
+    recall_facts(),
     wrap_context,
     create_memory,
+    extract_facts(),
     router,
 ]
 
 __all__ = [
     "create_memory",
+    "extract_facts",
     "load_memories",
+    "recall_facts",
     "router",
     "standard_middleware",
     "validate_input",
