@@ -11,10 +11,11 @@ RRF_K = 60
 def fuse(
     rankings: Sequence[Sequence[str]],
     similarities: Mapping[str, float],
+    hashes: Mapping[str, str],
     *,
     limit: int,
 ) -> list[str]:
-    """Ids ordered by summed ``1 / (RRF_K + rank)``; ties by similarity, then id.
+    """Ids ordered by summed ``1 / (RRF_K + rank)``; ties by similarity, then text hash.
 
     The tie-breaks keep the order the same on every database for the same data.
     """
@@ -27,16 +28,19 @@ def fuse(
         key=lambda fact_id: (
             -round(scores[fact_id], 9),
             -similarities.get(fact_id, -1.0),
-            fact_id,
+            hashes.get(fact_id, fact_id),
         ),
     )
     return ordered[:limit]
 
 
 def order_keyword_hits(
-    hits: Mapping[str, str], terms: Sequence[str], word_sets: Mapping[str, set[str]]
+    hits: Mapping[str, str],
+    terms: Sequence[str],
+    word_sets: Mapping[str, set[str]],
+    hashes: Mapping[str, str],
 ) -> list[str]:
-    """Keyword hits by how many query terms each contains, then shorter text, then id.
+    """Keyword hits by how many query terms each contains, then shorter text, then hash.
 
     Both databases find the same matching facts; ranking them here, not by
     FTS5's bm25 or PostgreSQL's ts_rank, keeps the order the same on both.
@@ -47,6 +51,6 @@ def order_keyword_hits(
         key=lambda fact_id: (
             -len(wanted & word_sets[fact_id]),
             len(hits[fact_id]),
-            fact_id,
+            hashes[fact_id],
         ),
     )

@@ -18,6 +18,9 @@ from liz.memory.errors import EmbeddingMismatchError
 from liz.memory.vectors import Vector
 
 Scope = tuple[str, str]  # (agent id, user id)
+# (fact id, similarity, text hash): the hash breaks ties the same way on every database,
+# where ids (random uuids) would not.
+Candidate = tuple[str, float, str]
 T = TypeVar("T")
 
 
@@ -43,7 +46,7 @@ class FactIndex(Protocol):
         model: str,
         limit: int,
         threshold: float,
-    ) -> list[tuple[str, float]]: ...
+    ) -> list[Candidate]: ...
 
     async def keyword_candidates(
         self, session: AsyncSession, scope: Scope, terms: Sequence[str], *, limit: int
@@ -114,3 +117,9 @@ def check_models(scope: Scope, stored: set[tuple[str, int]], model: str, dimensi
         f"cannot be compared: run `liz memory reindex --agent {agent_id} --user {user_id}` "
         "to re-embed them with the current LIZ_EMBEDDING_MODEL"
     )
+
+
+def by_similarity(found: Iterable[Candidate], threshold: float) -> list[Candidate]:
+    """Candidates at or above ``threshold``, most similar first, ties by text hash."""
+    kept = [candidate for candidate in found if candidate[1] >= threshold]
+    return sorted(kept, key=lambda candidate: (-candidate[1], candidate[2]))

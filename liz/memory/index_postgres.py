@@ -17,7 +17,14 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from liz.errors import UsageError
-from liz.memory.index_base import IndexedFact, Scope, ScopeCache, check_models
+from liz.memory.index_base import (
+    Candidate,
+    IndexedFact,
+    Scope,
+    ScopeCache,
+    by_similarity,
+    check_models,
+)
 from liz.memory.vectors import Vector, rounded
 
 logger = logging.getLogger(__name__)
@@ -99,23 +106,22 @@ class PostgresFactIndex:
         model: str,
         limit: int,
         threshold: float,
-    ) -> list[tuple[str, float]]:
+    ) -> list[Candidate]:
         dimension = query.size
         await self._check(session, scope, model, dimension)
         await self.prepare_dimension(dimension)
         await self._tune(session)
         result = await session.execute(
             text(
-                f'SELECT id, 1 - ({_distance(dimension)}) AS similarity FROM "Fact" '
+                f'SELECT id, 1 - ({_distance(dimension)}) AS similarity, hash FROM "Fact" '
                 'WHERE "agentId" = :agent AND "userId" = :user AND "retiredAt" IS NULL '
                 f'AND "embeddingDim" = {dimension} '
                 f"ORDER BY {_distance(dimension)} LIMIT :limit"
             ),
             {"query": _vector_literal(query), "agent": scope[0], "user": scope[1], "limit": limit},
         )
-        found = [(row[0], rounded(row[1])) for row in result]
-        found = [pair for pair in found if pair[1] >= threshold]
-        return sorted(found, key=lambda pair: (-pair[1], pair[0]))
+        found = [(row[0], rounded(row[1]), row[2]) for row in result]
+        return by_similarity(found, threshold)
 
     async def similarities(
         self, session: AsyncSession, scope: Scope, ids: Sequence[str], query: Vector, *, model: str

@@ -17,13 +17,21 @@ import numpy as np
 from sqlalchemy import bindparam, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from liz.memory.index_base import IndexedFact, Scope, ScopeCache, check_models
+from liz.memory.index_base import (
+    Candidate,
+    IndexedFact,
+    Scope,
+    ScopeCache,
+    by_similarity,
+    check_models,
+)
 from liz.memory.vectors import Vector, from_stored, rounded
 
 
 @dataclass(frozen=True)
 class ScopeVectors:
     ids: list[str]
+    hashes: list[str]
     rows: dict[str, int]
     matrix: Vector  # one unit vector per row
     models: set[tuple[str, int]]
@@ -53,7 +61,7 @@ class SqliteFactIndex:
             return cached
         result = await session.execute(
             text(
-                'SELECT id, embedding, "embeddingModel", "embeddingDim" FROM "Fact" '
+                'SELECT id, embedding, "embeddingModel", "embeddingDim", hash FROM "Fact" '
                 'WHERE "agentId" = :agent AND "userId" = :user AND "retiredAt" IS NULL '
                 "ORDER BY id"
             ),
@@ -66,7 +74,8 @@ class SqliteFactIndex:
             matrix = np.stack([from_stored(row[1]) for row in rows])
         else:
             matrix = np.zeros((0, 0), dtype=np.float32)
-        loaded = ScopeVectors(ids, {fid: i for i, fid in enumerate(ids)}, matrix, models)
+        hashes = [row[4] for row in rows]
+        loaded = ScopeVectors(ids, hashes, {fid: i for i, fid in enumerate(ids)}, matrix, models)
         self._cache.put(scope, loaded)
         return loaded
 
@@ -79,7 +88,7 @@ class SqliteFactIndex:
         model: str,
         limit: int,
         threshold: float,
-    ) -> list[tuple[str, float]]:
+    ) -> list[Candidate]:
         vectors = await self._vectors(session, scope)
         check_models(scope, vectors.models, model, query.size)
         if not vectors.ids:
@@ -87,9 +96,8 @@ class SqliteFactIndex:
         scores = vectors.matrix @ query
         count = min(limit, len(vectors.ids))
         top = np.argpartition(-scores, count - 1)[:count] if count < len(scores) else range(count)
-        found = [(vectors.ids[i], rounded(scores[i])) for i in top]
-        found = [pair for pair in found if pair[1] >= threshold]
-        return sorted(found, key=lambda pair: (-pair[1], pair[0]))
+        found = [(vectors.ids[i], rounded(scores[i]), vectors.hashes[i]) for i in top]
+        return by_similarity(found, threshold)
 
     async def similarities(
         self, session: AsyncSession, scope: Scope, ids: Sequence[str], query: Vector, *, model: str

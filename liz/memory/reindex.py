@@ -53,15 +53,10 @@ async def reindex_facts(
     for start in range(0, total, BATCH):
         chunk = ids[start : start + BATCH]
         async with store.sessions() as session:
-            texts = dict(
-                (
-                    await session.execute(
-                        select(FactRecord.id, FactRecord.text).where(FactRecord.id.in_(chunk))
-                    )
-                )
-                .tuples()
-                .all()
+            rows = await session.execute(
+                select(FactRecord.id, FactRecord.text).where(FactRecord.id.in_(chunk))
             )
+            texts: dict[str, str] = {row[0]: row[1] for row in rows}
         # Embedded outside the write transaction: no lock is held while the model works.
         vectors = dict(zip(texts, await store.embed(list(texts.values())), strict=True))
         async with store.sessions() as session, session.begin():

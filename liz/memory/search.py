@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from liz.memory.fusion import fuse, order_keyword_hits
 from liz.memory.index_base import FactIndex, Scope
-from liz.memory.normalize import keyword_terms
+from liz.memory.normalize import fact_hash, keyword_terms
 from liz.memory.queries import records_by_id, to_fact
 from liz.memory.types import Fact
 from liz.memory.vectors import Vector
@@ -43,14 +43,17 @@ async def hybrid_search(
     terms = keyword_terms(query_text)
     hits = await index.keyword_candidates(session, scope, terms, limit=candidates)
     word_sets = {fact_id: set(keyword_terms(text, limit=1000)) for fact_id, text in hits.items()}
-    by_keyword = order_keyword_hits(hits, terms, word_sets)
-    similarities = dict(by_vector)
+    hashes = {fact_id: fact_hash(text) for fact_id, text in hits.items()}
+    hashes.update((fact_id, digest) for fact_id, _, digest in by_vector)
+    by_keyword = order_keyword_hits(hits, terms, word_sets, hashes)
+    similarities = {fact_id: similarity for fact_id, similarity, _ in by_vector}
     missing = [fact_id for fact_id in by_keyword if fact_id not in similarities]
     if missing:
         similarities.update(
             await index.similarities(session, scope, missing, query_vector, model=model)
         )
-    chosen = fuse([[fact_id for fact_id, _ in by_vector], by_keyword], similarities, limit=limit)
+    ranked_by_vector = [fact_id for fact_id, _, _ in by_vector]
+    chosen = fuse([ranked_by_vector, by_keyword], similarities, hashes, limit=limit)
     records = await records_by_id(session, scope, chosen)
     return [
         to_fact(records[fact_id], score=similarities.get(fact_id))

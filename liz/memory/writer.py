@@ -90,7 +90,7 @@ class FactWriter:
                     limit=settings.reconcile_candidates,
                     threshold=settings.reconcile_threshold,
                 )
-                ids.extend(fact_id for fact_id, _ in found if fact_id not in ids)
+                ids.extend(fact_id for fact_id, _, _ in found if fact_id not in ids)
             records = await records_by_id(session, scope, ids)
         return [to_fact(records[fact_id]) for fact_id in ids if fact_id in records]
 
