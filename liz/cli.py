@@ -133,6 +133,27 @@ async def _chat_local(agent_id: str, user_id: str, agents_dir: str | None) -> No
                 typer.secho(f"error: {res.error.message}", err=True, fg=typer.colors.RED)
 
 
+@app.command()
+def twitter(
+    agent: Annotated[str, typer.Option("--agent", help="The agent id that runs the account.")],
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Write and log posts and replies; post nothing.")
+    ] = False,
+    agents: AgentsOption = None,
+    log_level: Annotated[str, typer.Option(help="debug, info, warning, error")] = "info",
+) -> None:
+    """Run the agent's X account: scheduled posts and replies to mentions (TWITTER_* settings)."""
+    from liz.twitter.cli import run_twitter
+
+    configure_logging(log_level)
+    try:
+        asyncio.run(run_twitter(agent, dry_run=dry_run, agents_dir=str(agents) if agents else None))
+    except LizError as exc:
+        raise fail(exc.message) from exc
+    except KeyboardInterrupt:
+        typer.echo("stopped")
+
+
 async def _chat_remote(url: str, agent_id: str, user_id: str) -> None:
     async with httpx.AsyncClient(base_url=url, timeout=120) as client:
         while (text := await asyncio.to_thread(_prompt)) is not None:

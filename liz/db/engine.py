@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import event
@@ -44,6 +45,9 @@ def create_engine(
     if not pooled:
         kwargs["poolclass"] = NullPool
     if normalized.get_backend_name() == "sqlite":
+        if normalized.database and normalized.database != ":memory:":
+            # As Prisma does: a new SQLite file may live in a folder that does not exist yet.
+            Path(normalized.database).parent.mkdir(parents=True, exist_ok=True)
         engine = _create_async_engine(normalized, **kwargs)
         _tune_sqlite(engine)
     else:
