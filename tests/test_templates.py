@@ -1,0 +1,102 @@
+"""Every built-in prompt renders with the values its caller passes (StrictUndefined)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from liz.templates import PromptTemplates
+
+NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+FACT = SimpleNamespace(text="The user's name is Ann", subject="user")
+TWEET = SimpleNamespace(author_username="bob", text="@morgan how do I price?", image_urls=["u"])
+PARENT = SimpleNamespace(author_username="morgan", text="Price from value, not cost.")
+MEMORY = SimpleNamespace(generator="external", created_at=NOW, text="Hello there", user_id="ann")
+ROUTE = SimpleNamespace(name="conversation", description="Talk with the user")
+
+# One entry per template: the values it is rendered with, and a text the result must hold.
+SAMPLES: dict[str, tuple[dict[str, Any], str]] = {
+    "agent_context.j2": (
+        {
+            "name": "Morgan",
+            "system": "You advise.",
+            "bio": ["Ran a bakery"],
+            "lore": ["Counts passers-by"],
+            "message_examples": [[SimpleNamespace(user="ann", content=SimpleNamespace(text="Hi"))]],
+            "post_examples": ["Cash first."],
+            "topics": ["pricing"],
+            "style": ["brief"],
+            "adjectives": ["direct"],
+        },
+        "Ran a bakery",
+    ),
+    "context.j2": (
+        {
+            "memories": [MEMORY],
+            "facts": [FACT],
+            "agent_context": "AGENT",
+            "user_input": "What now?",
+            "image_urls": [],
+        },
+        "User ann (2026-11-29 12:00:00 UTC): Hello there",
+    ),
+    "router.j2": ({"routes": [ROUTE], "context": "CTX"}, "- conversation: Talk with the user"),
+    "tweet.j2": (
+        {
+            "name": "Morgan",
+            "agent_context": "AGENT",
+            "post_style": ["no hashtags"],
+            "recent_posts": ["Old post"],
+            "instruction": "about pricing",
+        },
+        "Old post",
+    ),
+    "facts_extract.j2": (
+        {
+            "agent_name": "Morgan",
+            "today": "2026-11-29",
+            "messages": [SimpleNamespace(role="user", content="I'm Ann and I love tea")],
+        },
+        "I'm Ann and I love tea",
+    ),
+    "facts_reconcile.j2": (
+        {"existing": [(0, FACT)], "new_facts": [(0, FACT)]},
+        "The user's name is Ann",
+    ),
+    "llm_boolean.j2": ({}, ""),
+    "llm_json_instructions.j2": ({"schema_name": "Answer", "schema": "{}"}, "Answer"),
+    "llm_output_repair.j2": ({"problem": "not JSON", "schema_name": "Answer"}, "not JSON"),
+    "twitter_post_instruction.j2": ({"max_length": 280, "username": "morgan"}, "280"),
+    "twitter_reply_context.j2": (
+        {"chain": [PARENT], "tweet": TWEET, "username": "morgan"},
+        "Price from value, not cost.",
+    ),
+    "twitter_should_respond.j2": (
+        {
+            "chain": [PARENT],
+            "tweet": TWEET,
+            "username": "morgan",
+            "name": "Morgan",
+            "agent_context": "AGENT",
+        },
+        "@morgan how do I price?",
+    ),
+}
+
+TEMPLATES = PromptTemplates()
+
+
+def test_every_template_has_a_sample() -> None:
+    missing = set(TEMPLATES.names()) - set(SAMPLES)
+    assert not missing, f"add sample values for {sorted(missing)} to SAMPLES in this file"
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_template_renders(name: str) -> None:
+    values, expected = SAMPLES[name]
+    rendered = TEMPLATES.render(name, **values)
+    assert rendered.strip()
+    assert expected in rendered
