@@ -145,33 +145,9 @@ async def test_as_of_answers_with_the_text_known_at_that_time(
 
 # --- the same top-k on SQLite and PostgreSQL -------------------------------------------
 
-WORDS = [
-    "tea",
-    "coffee",
-    "chess",
-    "piano",
-    "berlin",
-    "paris",
-    "nurse",
-    "teacher",
-    "cat",
-    "dog",
-    "garden",
-    "bicycle",
-    "jazz",
-    "rock",
-    "hiking",
-    "sailing",
-    "pasta",
-    "sushi",
-    "python",
-    "rust",
-    "4711",
-    "ada",
-    "bob",
-    "marathon",
-    "winter",
-]
+_VOCABULARY = """tea coffee chess piano berlin paris nurse teacher cat dog garden bicycle jazz
+rock hiking sailing pasta sushi python rust 4711 ada bob marathon winter"""
+WORDS = _VOCABULARY.split()
 
 
 @pytest.fixture
