@@ -96,7 +96,7 @@ def _run(url: str, settings: Settings | None, work: Callable[[Connection], T]) -
 
     try:
         with _alembic_lock:
-            return _run_blocking(on_connection)
+            return run_blocking(on_connection)
     except (DBAPIError, OSError) as exc:
         raise StorageError(f"database {describe(url)} failed during migration: {exc}") from exc
     except CommandError as exc:
@@ -118,7 +118,9 @@ def _locked(connection: Connection, work: Callable[[Connection], T]) -> T:
         connection.commit()
 
 
-def _run_blocking(make: Callable[[], Awaitable[T]]) -> T:
+def run_blocking(make: Callable[[], Awaitable[T]]) -> T:
+    """Run a coroutine to completion from sync code, even inside a running event loop."""
+
     async def main() -> T:
         return await make()
 
