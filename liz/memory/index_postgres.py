@@ -32,6 +32,8 @@ logger = logging.getLogger(__name__)
 # Candidates HNSW visits per search; above the default (40) for recall close to exact.
 EF_SEARCH = 200
 MAX_DIMENSION = 2000  # pgvector's HNSW limit for `vector`
+# Rows fetched past the limit, to notice when the limit cuts through a group of ties.
+TIE_MARGIN = 8
 
 
 def _vector_literal(query: Vector) -> str:
@@ -92,7 +94,7 @@ class PostgresFactIndex:
         await session.execute(
             text(
                 "SELECT set_config('hnsw.ef_search', :ef, true), "
-                "set_config('hnsw.iterative_scan', 'relaxed_order', true)"
+                "set_config('hnsw.iterative_scan', 'strict_order', true)"
             ),
             {"ef": str(EF_SEARCH)},
         )
@@ -111,17 +113,35 @@ class PostgresFactIndex:
         await self._check(session, scope, model, dimension)
         await self.prepare_dimension(dimension)
         await self._tune(session)
+        where = (
+            'WHERE "agentId" = :agent AND "userId" = :user AND "retiredAt" IS NULL '
+            f'AND "embeddingDim" = {dimension} '
+        )
+        values = {"query": _vector_literal(query), "agent": scope[0], "user": scope[1]}
         result = await session.execute(
             text(
-                f'SELECT id, 1 - ({_distance(dimension)}) AS similarity, hash FROM "Fact" '
-                'WHERE "agentId" = :agent AND "userId" = :user AND "retiredAt" IS NULL '
-                f'AND "embeddingDim" = {dimension} '
+                f'SELECT id, 1 - ({_distance(dimension)}), hash FROM "Fact" {where}'
                 f"ORDER BY {_distance(dimension)} LIMIT :limit"
             ),
-            {"query": _vector_literal(query), "agent": scope[0], "user": scope[1], "limit": limit},
+            {**values, "limit": limit + TIE_MARGIN},
         )
         found = [(row[0], rounded(row[1]), row[2]) for row in result]
-        return by_similarity(found, threshold)
+        if len(found) == limit + TIE_MARGIN:
+            ranked = by_similarity(found, -2.0)
+            boundary = ranked[limit - 1][1]
+            if ranked[-1][1] >= boundary:
+                # More facts tie with the limit-th than were fetched: read the whole tie
+                # so the text hash, not the index's visiting order, picks among them.
+                ties = await session.execute(
+                    text(
+                        f'SELECT id, 1 - ({_distance(dimension)}), hash FROM "Fact" {where}'
+                        f"AND abs(1 - ({_distance(dimension)}) - :boundary) < 1e-6"
+                    ),
+                    {**values, "boundary": boundary},
+                )
+                found += [(row[0], rounded(row[1]), row[2]) for row in ties]
+        unique = {candidate[0]: candidate for candidate in found}
+        return by_similarity(unique.values(), threshold)[:limit]
 
     async def similarities(
         self, session: AsyncSession, scope: Scope, ids: Sequence[str], query: Vector, *, model: str

@@ -93,11 +93,14 @@ class SqliteFactIndex:
         check_models(scope, vectors.models, model, query.size)
         if not vectors.ids:
             return []
-        scores = vectors.matrix @ query
+        scores = np.round(vectors.matrix @ query, 6)
         count = min(limit, len(vectors.ids))
-        top = np.argpartition(-scores, count - 1)[:count] if count < len(scores) else range(count)
-        found = [(vectors.ids[i], rounded(scores[i]), vectors.hashes[i]) for i in top]
-        return by_similarity(found, threshold)
+        # Every fact at least as similar as the count-th best, so facts tied with it are
+        # all considered and the hash (not scan order) decides among them.
+        boundary = np.partition(-scores, count - 1)[count - 1]
+        top = np.flatnonzero(-scores <= boundary)
+        found = [(vectors.ids[i], float(scores[i]), vectors.hashes[i]) for i in top]
+        return by_similarity(found, threshold)[:limit]
 
     async def similarities(
         self, session: AsyncSession, scope: Scope, ids: Sequence[str], query: Vector, *, model: str
