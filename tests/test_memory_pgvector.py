@@ -1,0 +1,34 @@
+"""PostgreSQL without pgvector: migrations still run; the facts memory says how to fix it."""
+
+from __future__ import annotations
+
+import pytest
+
+from liz.db.engine import create_engine, make_sessionmaker
+from liz.db.migrate import upgrade_async
+from liz.errors import StorageError
+from liz.memory.store import MemoryStore
+from liz.testing.openai_server import ScriptedOpenAI
+from tests.test_memory_support import AGENT, USER, memory_settings
+
+pytestmark = [pytest.mark.anyio, pytest.mark.postgres]
+
+
+async def test_without_pgvector_the_schema_migrates_and_the_memory_explains_the_fix(
+    plain_postgres_url: str, scripted: ScriptedOpenAI
+) -> None:
+    await upgrade_async(plain_postgres_url)
+    engine = create_engine(plain_postgres_url)
+    try:
+        async with scripted.llm_client() as llm:
+            store = MemoryStore(
+                make_sessionmaker(engine), llm, engine=engine, settings=memory_settings()
+            )
+            with pytest.raises(StorageError, match="pgvector"):
+                await store.check()
+            with pytest.raises(StorageError, match="pgvector"):
+                await store.add("I'm Ada", AGENT, USER)
+            assert await store.list(AGENT, USER) == []
+        assert scripted.chat_requests == []  # refused before any LLM call
+    finally:
+        await engine.dispose()
