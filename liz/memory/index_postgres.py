@@ -176,8 +176,8 @@ class PostgresFactIndex:
             text(
                 "SELECT id, text FROM \"Fact\", to_tsquery('simple', :query) AS q "
                 'WHERE "agentId" = :agent AND "userId" = :user AND "retiredAt" IS NULL '
-                "AND to_tsvector('simple', text) @@ q "
-                "ORDER BY ts_rank(to_tsvector('simple', text), q) DESC, id LIMIT :limit"
+                'AND "searchVector" @@ q '
+                'ORDER BY ts_rank("searchVector", q) DESC, hash LIMIT :limit'
             ),
             {"query": query, "agent": scope[0], "user": scope[1], "limit": limit},
         )

@@ -1,9 +1,10 @@
 """The facts tables, mirroring the ``Fact`` and ``FactHistory`` models in ``schema.prisma``.
 
 Dialect-specific search structures live beside these tables and are made by the
-migration and :mod:`liz.memory.search_sql`, not declared here: on SQLite the
-FTS5 table ``FactSearch`` (kept in step by triggers); on PostgreSQL a GIN index
-over ``to_tsvector('simple', text)`` and one HNSW index per embedding dimension.
+migration and the index modules, not declared here: on SQLite the
+FTS5 table ``FactSearch`` (kept in step by liz.memory.index_sqlite); on PostgreSQL
+a generated ``searchVector`` column (``to_tsvector('simple', text)``) with a GIN
+index, and one HNSW index per embedding dimension.
 """
 
 from __future__ import annotations
@@ -19,7 +20,12 @@ from liz.db.models import Base
 from liz.db.types import UTCDateTime
 
 # Names of the search structures made outside the models; `alembic check` skips them.
-SEARCH_STRUCTURE_PREFIXES = ("FactSearch", "Fact_embedding_hnsw", "Fact_text_search")
+SEARCH_STRUCTURE_PREFIXES = (
+    "FactSearch",
+    "Fact_embedding_hnsw",
+    "Fact_text_search",
+    "searchVector",
+)
 
 
 def _embedding_type() -> TypeEngine[Any]:

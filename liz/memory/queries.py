@@ -43,11 +43,17 @@ async def records_by_id(
     """The scope's facts with these ids (active or not); ids of other scopes are absent."""
     if not ids:
         return {}
-    statement = select(FactRecord).where(FactRecord.id.in_(list(ids)), *_in_scope(scope))
+    # Looked up by primary key only, the scope checked on the rows: with the scope in the
+    # WHERE clause SQLite's planner walks the whole scope index instead (8 ms at 10k facts).
+    statement = select(FactRecord).where(FactRecord.id.in_(list(ids)))
     if for_update:
         statement = statement.with_for_update()
     result = await session.scalars(statement)
-    return {record.id: record for record in result}
+    return {
+        record.id: record
+        for record in result
+        if (record.agent_id, record.user_id) == (scope[0], scope[1])
+    }
 
 
 async def active_by_hash(

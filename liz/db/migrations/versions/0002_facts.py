@@ -87,10 +87,12 @@ def upgrade() -> None:
             '"factId" UNINDEXED, scope, text, tokenize = "unicode61 remove_diacritics 0")'
         )
     elif bind.dialect.name == "postgresql":
+        # Stored, so ranking reads it instead of re-parsing every matching text.
         op.execute(
-            'CREATE INDEX "Fact_text_search_idx" ON "Fact" '
-            "USING gin (to_tsvector('simple', text))"
+            'ALTER TABLE "Fact" ADD COLUMN "searchVector" tsvector '
+            "GENERATED ALWAYS AS (to_tsvector('simple', text)) STORED"
         )
+        op.execute('CREATE INDEX "Fact_text_search_idx" ON "Fact" USING gin ("searchVector")')
 
 
 def downgrade() -> None:
