@@ -119,7 +119,25 @@ def check_models(scope: Scope, stored: set[tuple[str, int]], model: str, dimensi
     )
 
 
-def by_similarity(found: Iterable[Candidate], threshold: float) -> list[Candidate]:
-    """Candidates at or above ``threshold``, most similar first, ties by text hash."""
-    kept = [candidate for candidate in found if candidate[1] >= threshold]
-    return sorted(kept, key=lambda candidate: (-candidate[1], candidate[2]))
+# Rows fetched past the limit, to see whether the limit cuts through a group of ties.
+TIE_MARGIN = 8
+
+
+def deterministic_top(found: Iterable[Candidate], limit: int, exhausted: bool) -> list[Candidate]:
+    """The best ``limit`` of the ``limit + TIE_MARGIN`` most similar facts, the same on
+    every database.
+
+    Facts with exactly equal similarity come back from an index in no set order, so
+    when the limit cuts through such a group and the group may go on past what was
+    fetched (``exhausted`` is False and the last fetched fact still ties), the group
+    is left out entirely: the result is then shorter, but never depends on which of
+    the tied facts an index happened to visit first. Real embeddings almost never
+    tie; exact ties come from bag-of-words vectors such as the scripted server's.
+    """
+    ranked = sorted(found, key=lambda candidate: (-candidate[1], candidate[2]))
+    if len(ranked) <= limit:
+        return ranked
+    boundary = ranked[limit - 1][1]
+    if exhausted or ranked[-1][1] < boundary:
+        return ranked[:limit]
+    return [candidate for candidate in ranked if candidate[1] > boundary]

@@ -18,12 +18,13 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from liz.errors import UsageError
 from liz.memory.index_base import (
+    TIE_MARGIN,
     Candidate,
     IndexedFact,
     Scope,
     ScopeCache,
-    by_similarity,
     check_models,
+    deterministic_top,
 )
 from liz.memory.vectors import Vector, rounded
 
@@ -32,8 +33,6 @@ logger = logging.getLogger(__name__)
 # Candidates HNSW visits per search; above the default (40) for recall close to exact.
 EF_SEARCH = 200
 MAX_DIMENSION = 2000  # pgvector's HNSW limit for `vector`
-# Rows fetched past the limit, to notice when the limit cuts through a group of ties.
-TIE_MARGIN = 8
 
 
 def _vector_literal(query: Vector) -> str:
@@ -126,22 +125,8 @@ class PostgresFactIndex:
             {**values, "limit": limit + TIE_MARGIN},
         )
         found = [(row[0], rounded(row[1]), row[2]) for row in result]
-        if len(found) == limit + TIE_MARGIN:
-            ranked = by_similarity(found, -2.0)
-            boundary = ranked[limit - 1][1]
-            if ranked[-1][1] >= boundary:
-                # More facts tie with the limit-th than were fetched: read the whole tie
-                # so the text hash, not the index's visiting order, picks among them.
-                ties = await session.execute(
-                    text(
-                        f'SELECT id, 1 - ({_distance(dimension)}), hash FROM "Fact" {where}'
-                        f"AND abs(1 - ({_distance(dimension)}) - :boundary) < 1e-6"
-                    ),
-                    {**values, "boundary": boundary},
-                )
-                found += [(row[0], rounded(row[1]), row[2]) for row in ties]
-        unique = {candidate[0]: candidate for candidate in found}
-        return by_similarity(unique.values(), threshold)[:limit]
+        chosen = deterministic_top(found, limit, exhausted=len(found) < limit + TIE_MARGIN)
+        return [candidate for candidate in chosen if candidate[1] >= threshold]
 
     async def similarities(
         self, session: AsyncSession, scope: Scope, ids: Sequence[str], query: Vector, *, model: str
@@ -150,20 +135,15 @@ class PostgresFactIndex:
             return {}
         dimension = query.size
         await self._check(session, scope, model, dimension)
+        # By primary key only (the planner would walk the scope index); scope checked on rows.
         result = await session.execute(
             text(
-                f'SELECT id, 1 - ({_distance(dimension)}) FROM "Fact" '
-                'WHERE id IN :ids AND "agentId" = :agent AND "userId" = :user '
-                f'AND "embeddingDim" = {dimension}'
+                f'SELECT id, 1 - ({_distance(dimension)}), "agentId", "userId" FROM "Fact" '
+                f'WHERE id IN :ids AND "embeddingDim" = {dimension}'
             ).bindparams(bindparam("ids", expanding=True)),
-            {
-                "query": _vector_literal(query),
-                "ids": list(ids),
-                "agent": scope[0],
-                "user": scope[1],
-            },
+            {"query": _vector_literal(query), "ids": list(ids)},
         )
-        return {row[0]: rounded(row[1]) for row in result}
+        return {row[0]: rounded(row[1]) for row in result if (row[2], row[3]) == scope}
 
     async def keyword_candidates(
         self, session: AsyncSession, scope: Scope, terms: Sequence[str], *, limit: int

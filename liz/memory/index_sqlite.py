@@ -18,12 +18,13 @@ from sqlalchemy import bindparam, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from liz.memory.index_base import (
+    TIE_MARGIN,
     Candidate,
     IndexedFact,
     Scope,
     ScopeCache,
-    by_similarity,
     check_models,
+    deterministic_top,
 )
 from liz.memory.vectors import Vector, from_stored, rounded
 
@@ -94,13 +95,12 @@ class SqliteFactIndex:
         if not vectors.ids:
             return []
         scores = np.round(vectors.matrix @ query, 6)
-        count = min(limit, len(vectors.ids))
-        # Every fact at least as similar as the count-th best, so facts tied with it are
-        # all considered and the hash (not scan order) decides among them.
-        boundary = np.partition(-scores, count - 1)[count - 1]
-        top = np.flatnonzero(-scores <= boundary)
+        fetch = limit + TIE_MARGIN
+        exhausted = len(scores) < fetch
+        top = range(len(scores)) if exhausted else np.argpartition(-scores, fetch - 1)[:fetch]
         found = [(vectors.ids[i], float(scores[i]), vectors.hashes[i]) for i in top]
-        return by_similarity(found, threshold)[:limit]
+        chosen = deterministic_top(found, limit, exhausted)
+        return [candidate for candidate in chosen if candidate[1] >= threshold]
 
     async def similarities(
         self, session: AsyncSession, scope: Scope, ids: Sequence[str], query: Vector, *, model: str
