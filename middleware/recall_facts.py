@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from liz.errors import UsageError
+from liz.errors import LizError, UsageError
 from liz.pipeline import AgentRequest, AgentResponse, Middleware, Next
 
 logger = logging.getLogger(__name__)
@@ -15,7 +15,9 @@ def recall_facts(limit: int = 10, threshold: float | None = None) -> Middleware:
 
     ``threshold`` is the similarity floor (default ``LIZ_MEMORY_SEARCH_THRESHOLD``);
     facts matching the input's exact words count whatever their similarity.
-    Without a memory store or without input text it passes straight on.
+    Without a memory store or without input text it passes straight on. When recall
+    fails (embeddings down, facts embedded with another model, no pgvector) the
+    failure is logged with its fix and the agent answers without facts.
     """
     if limit < 1:
         raise UsageError(f"recall_facts(limit={limit}): limit must be at least 1")
@@ -24,12 +26,21 @@ def recall_facts(limit: int = 10, threshold: float | None = None) -> Middleware:
         memory = req.runtime.memory
         text = (req.input.text or "").strip()
         if memory is not None and text:
-            req.facts = list(
-                await memory.search(
-                    text, req.input.agent_id, req.input.user_id, limit=limit, threshold=threshold
+            try:
+                req.facts = list(
+                    await memory.search(
+                        text,
+                        req.input.agent_id,
+                        req.input.user_id,
+                        limit=limit,
+                        threshold=threshold,
+                    )
                 )
-            )
-            logger.debug("recalled %d facts for user %s", len(req.facts), req.input.user_id)
+            except LizError as exc:
+                # Facts enrich the reply; without them the agent can still answer.
+                logger.warning("no facts recalled for user %s: %s", req.input.user_id, exc.message)
+            else:
+                logger.debug("recalled %d facts for user %s", len(req.facts), req.input.user_id)
         await next()
 
     return recall

@@ -139,3 +139,25 @@ async def test_an_extraction_that_keeps_failing_is_logged_never_surfaced(
     assert "could not extract facts" in caplog.text and "after 2 attempts" in caplog.text
     assert await store.list(AGENT, USER) == []
     assert sum(r.schema_name == "ExtractedFacts" for r in scripted.chat_requests) == 4
+
+
+async def test_a_failed_recall_is_logged_and_the_agent_still_answers(
+    runtime: Runtime,
+    store: MemoryStore,
+    scripted: ScriptedOpenAI,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    await seed(store, scripted, fact("User likes to drink green tea"))
+    async with scripted.llm_client(embedding_model="another-model") as other:
+        runtime.memory = MemoryStore(store.sessions, other, engine=store.engine)
+        scripted.respond_with(lambda r: extraction() if r.schema_name else "Hello!")
+        with caplog.at_level(logging.WARNING, logger="middleware.recall_facts"):
+            res = (
+                await AgentFramework(runtime)
+                .use(*chain())
+                .process(say("What do I drink?"), make_agent())
+            )
+        await runtime.background.drain()
+    assert res.reply is not None and res.reply.text == "Hello!"
+    assert "liz memory reindex" in caplog.text
+    assert "<USER_FACTS>" not in reply_prompts(scripted)[-1]
