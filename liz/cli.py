@@ -15,10 +15,12 @@ import uvicorn
 
 from liz.config import Settings
 from liz.errors import LizError
+from liz.memory.cli import memory_app
 
 app = typer.Typer(help="Run liz agents: an HTTP server, a chat prompt, the Twitter loop.")
 db_app = typer.Typer(help="Manage the database schema.")
 app.add_typer(db_app, name="db")
+app.add_typer(memory_app, name="memory")
 
 AgentsOption = Annotated[
     Path | None,
