@@ -73,7 +73,7 @@ async def stored_texts(database_url: str) -> Counter[tuple[str, str]]:
 
 
 def test_two_processes_on_one_postgres_store_every_turn_once(
-    postgres_url: str, tmp_path: Path
+    postgres_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     server = ScriptedOpenAI()
     server.respond_with(answer)
@@ -91,7 +91,8 @@ def test_two_processes_on_one_postgres_store_every_turn_once(
             responses = asyncio.run(send_all([first, second]))
     served = sum(1 for r in responses if r.status_code == 200)
     texts = asyncio.run(stored_texts(postgres_url))
-    print(f"requests served: {served}/{REQUESTS}; memory rows found: {sum(texts.values())}")
+    with capsys.disabled():
+        print(f"\nrequests served: {served}/{REQUESTS}; memory rows found: {sum(texts.values())}")
     assert served == REQUESTS, [r.text for r in responses if r.status_code != 200][:3]
     for i in range(REQUESTS):
         assert texts[("external", f"msg-{i}")] == 1
