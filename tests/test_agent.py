@@ -82,3 +82,14 @@ def test_a_users_folder_overrides_a_template(tmp_path: Path) -> None:
     (tmp_path / "agent_context.j2").write_text("I am {{ name }} and nothing else.")
     agent = BaseAgent(character(), templates=PromptTemplates(tmp_path))
     assert agent.get_agent_context() == "I am Ada and nothing else."
+
+
+def test_liz_character_file_loads_every_field() -> None:
+    c = Character.from_json_file(DATA / "liz_character.json")
+    assert c.agent_id == "9d6c2a8e-2f43-4d5e-a1f0-3c7b5e8d1a22"
+    assert (c.name, c.system) == ("Stern", "You are Stern, a blunt startup mentor.")
+    assert c.bio == ["Founded three companies", "Sold two"]
+    assert c.message_examples[0][1].content.text == "Not before you have ten paying users."
+    assert (c.style.all, c.style.chat, c.style.post) == (["blunt"], ["short"], ["punchy"])
+    assert c.topics == ["startups", "fundraising"] and c.adjectives == ["blunt", "honest"]
+    assert c.post_examples == ["Ship it, then fix it."]
