@@ -53,6 +53,12 @@ class LLMNotConfigured(LLMError):
 
     status = 503
 
+    def __init__(self) -> None:
+        super().__init__(
+            "no LLM is configured: set OPENAI_API_KEY (OpenAI), OPENROUTER_API_KEY "
+            "(OpenRouter) or OPENAI_BASE_URL (a local OpenAI-compatible server)"
+        )
+
 
 class StorageError(LizError):
     """The database failed or is missing something a feature needs."""

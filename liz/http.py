@@ -21,7 +21,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
 from liz.agent import BaseAgent
-from liz.errors import LizError
+from liz.errors import LizError, LLMNotConfigured
 from liz.memory.http import fact_routes
 from liz.pipeline import AgentFramework
 from liz.types import InputObject, InputSource
@@ -75,10 +75,8 @@ async def agent_input(request: Request) -> Response:
         return error(f"unknown agent {input.agent_id!r}; GET /agents lists the agents", 404)
     framework: AgentFramework = request.app.state.framework
     if framework.runtime.llm_client is None:
-        try:
-            framework.runtime.llm  # noqa: B018 - raises the error that names the settings
-        except LizError as exc:
-            return error(exc.message, exc.status)
+        unconfigured = LLMNotConfigured()
+        return error(unconfigured.message, unconfigured.status)
     if "text/event-stream" in request.headers.get("accept", ""):
         return StreamingResponse(
             stream_events(framework, input, agent), media_type="text/event-stream"

@@ -38,8 +38,5 @@ class Runtime:
     @property
     def llm(self) -> LLMClient:
         if self.llm_client is None:
-            raise LLMNotConfigured(
-                "no LLM is configured: set OPENAI_API_KEY (OpenAI), OPENROUTER_API_KEY "
-                "(OpenRouter) or OPENAI_BASE_URL (a local OpenAI-compatible server)"
-            )
+            raise LLMNotConfigured()
         return self.llm_client
