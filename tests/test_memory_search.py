@@ -191,3 +191,24 @@ async def test_sqlite_and_postgres_give_the_same_top_k(
         )
     assert answers[0] == answers[1]
     assert sum(len(found) for found in answers[0]) > 40  # the queries do find things
+
+
+async def test_writes_by_another_process_reach_the_next_search(
+    store: MemoryStore,
+    scripted: ScriptedOpenAI,
+    sessions: async_sessionmaker[AsyncSession],
+    engine: AsyncEngine,
+    llm: LLMClient,
+) -> None:
+    (tea,) = await seed(store, scripted, fact("User likes tea"))
+    assert [f.text for f in await store.search("tea", AGENT, USER)] == ["User likes tea"]
+    elsewhere = MemoryStore(sessions, llm, engine=engine, settings=memory_settings())
+    await elsewhere.apply(
+        [
+            {"op": "add", "text": "User likes green tea", "categories": ["drinks", "tea"]},
+            {"op": "delete", "id": tea},
+        ],
+        AGENT,
+        USER,
+    )
+    assert [f.text for f in await store.search("tea", AGENT, USER)] == ["User likes green tea"]

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from liz.memory.index_base import Scope
+from liz.memory.index_base import ChangeLog, Scope
 from liz.memory.normalize import fact_hash
 from liz.memory.queries import active_by_hash, records_by_id
 from liz.memory.reconcile import Change
@@ -118,11 +118,12 @@ async def apply_batch(
         unique = sorted(set(written))
         vectors = dict(zip(unique, await store.embed(unique), strict=True)) if unique else {}
         context = store.write_context(scope, actor)
+        log = ChangeLog()
         async with store.sessions() as session, session.begin():
             events = await apply_changes(
-                session, store.index, [c for _, c in changes], vectors, context
+                session, store.index, [c for _, c in changes], vectors, context, log
             )
-        store.index.invalidate([scope])
+        store.index.absorb(scope, log)
         for (index, change), event in zip(changes, events, strict=True):
             name = change.event.value.lower()
             if event.event is Event.NOOP:

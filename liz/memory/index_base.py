@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
 from sqlalchemy import text
@@ -32,6 +32,19 @@ class IndexedFact:
     agent_id: str
     user_id: str
     text: str
+    hash: str
+    vector: Vector = field(repr=False)
+    model: str
+    dimension: int
+
+
+@dataclass
+class ChangeLog:
+    """What one committed write changed, so an index can update its cache in place."""
+
+    added: list[IndexedFact] = field(default_factory=list)  # new, or new text of a fact
+    removed: list[str] = field(default_factory=list)  # retired
+    history_ids: list[int] = field(default_factory=list)
 
 
 class FactIndex(Protocol):
@@ -64,51 +77,104 @@ class FactIndex(Protocol):
 
     def invalidate(self, scopes: Iterable[Scope]) -> None: ...
 
+    def absorb(self, scope: Scope, log: ChangeLog) -> None:
+        """Take in a write this process committed, instead of reloading the scope."""
+        ...
+
 
 class ScopeCache(Generic[T]):
     """Per-scope values, dropped when the scope's facts change (in any process)."""
 
     def __init__(self, max_scopes: int) -> None:
-        self._values: OrderedDict[Scope, T] = OrderedDict()
+        # Each value with the history mark it was loaded at.
+        self._values: OrderedDict[Scope, tuple[T, int]] = OrderedDict()
         self._max_scopes = max_scopes
         self._history_mark: int | None = None
+        self._own: set[int] = set()  # history rows of writes this process already took in
 
     async def refresh(self, session: AsyncSession) -> None:
-        """Forget scopes changed since the last call, by any process."""
+        """Forget scopes changed since the last call by others (another process)."""
         mark = (await session.execute(text('SELECT max(id) FROM "FactHistory"'))).scalar()
         mark = int(mark or 0)
         if self._history_mark is None or mark < self._history_mark:
             self._values.clear()
         elif mark > self._history_mark:
             changed = await session.execute(
-                text('SELECT DISTINCT "agentId", "userId" FROM "FactHistory" WHERE id > :mark'),
+                text('SELECT id, "agentId", "userId" FROM "FactHistory" WHERE id > :mark'),
                 {"mark": self._history_mark},
             )
-            self.invalidate((row[0], row[1]) for row in changed)
+            self.invalidate({(row[1], row[2]) for row in changed if row[0] not in self._own})
+        self._own = {own for own in self._own if own > mark}
         self._history_mark = mark
 
     def get(self, scope: Scope) -> T | None:
-        value = self._values.get(scope)
-        if value is not None:
-            self._values.move_to_end(scope)
-        return value
+        entry = self._values.get(scope)
+        if entry is None:
+            return None
+        self._values.move_to_end(scope)
+        return entry[0]
 
-    def put(self, scope: Scope, value: T) -> None:
-        self._values[scope] = value
+    def put(self, scope: Scope, value: T, mark: int | None = None) -> None:
+        """Keep ``value``; ``mark`` is the history mark it reflects (default: the latest)."""
+        self._values[scope] = (value, (self._history_mark or 0) if mark is None else mark)
         self._values.move_to_end(scope)
         while len(self._values) > self._max_scopes:
             self._values.popitem(last=False)
+
+    def taken_in(self, scope: Scope, log: ChangeLog) -> tuple[T, int] | None:
+        """Note the write as ours; return the scope's entry if it predates the write."""
+        self._own.update(log.history_ids)
+        entry = self._values.get(scope)
+        if entry is None or (log.history_ids and entry[1] >= max(log.history_ids)):
+            return None  # not cached, or loaded after the commit: it has the write already
+        return entry
 
     def invalidate(self, scopes: Iterable[Scope]) -> None:
         for scope in scopes:
             self._values.pop(scope, None)
 
 
-def check_models(scope: Scope, stored: set[tuple[str, int]], model: str, dimension: int) -> None:
+ModelPair = tuple[str, int]  # (embedding model, dimension)
+
+_BOUND = (
+    'SELECT "embeddingModel", "embeddingDim" FROM "Fact" WHERE "agentId" = :agent '
+    'AND "userId" = :user AND "retiredAt" IS NULL ORDER BY "embeddingModel" {0}, '
+    '"embeddingDim" {0} LIMIT 1'
+)
+
+
+async def model_bounds(session: AsyncSession, scope: Scope) -> tuple[ModelPair, ...]:
+    """The smallest and largest (model, dimension) among the scope's active facts.
+
+    Two index lookups, cheap at any size; equal bounds mean every fact shares one model.
+    A re-embedding by another process changes them, which is how caches notice it.
+    """
+    result = await session.execute(
+        text(
+            f"SELECT * FROM ({_BOUND.format('ASC')}) AS low "
+            f"UNION ALL SELECT * FROM ({_BOUND.format('DESC')}) AS high"
+        ),
+        {"agent": scope[0], "user": scope[1]},
+    )
+    return tuple((row[0], int(row[1])) for row in result)
+
+
+async def check_models(
+    session: AsyncSession, scope: Scope, bounds: tuple[ModelPair, ...], model: str, dimension: int
+) -> None:
     """Refuse a query whose embedding model or dimension differs from the stored facts'."""
-    others = sorted(pair for pair in stored if pair != (model, dimension))
-    if not others:
+    if all(pair == (model, dimension) for pair in bounds):
         return
+    result = await session.execute(
+        text(
+            'SELECT DISTINCT "embeddingModel", "embeddingDim" FROM "Fact" WHERE "agentId" = '
+            ':agent AND "userId" = :user AND "retiredAt" IS NULL'
+        ),
+        {"agent": scope[0], "user": scope[1]},
+    )
+    others = sorted(
+        (row[0], int(row[1])) for row in result if (row[0], int(row[1])) != (model, dimension)
+    )
     found = ", ".join(f"{name} (dimension {dim})" for name, dim in others)
     agent_id, user_id = scope
     raise EmbeddingMismatchError(

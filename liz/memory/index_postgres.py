@@ -20,11 +20,12 @@ from liz.errors import UsageError
 from liz.memory.index_base import (
     TIE_MARGIN,
     Candidate,
+    ChangeLog,
     IndexedFact,
     Scope,
-    ScopeCache,
     check_models,
     deterministic_top,
+    model_bounds,
 )
 from liz.memory.vectors import Vector, rounded
 
@@ -47,25 +48,13 @@ def _distance(dimension: int) -> str:
 class PostgresFactIndex:
     """The :class:`~liz.memory.index_base.FactIndex` for PostgreSQL with pgvector."""
 
-    def __init__(self, engine: AsyncEngine, max_scopes: int = 1024) -> None:
+    def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
-        self._models: ScopeCache[set[tuple[str, int]]] = ScopeCache(max_scopes)
         self._prepared: set[int] = set()
 
     async def _check(self, session: AsyncSession, scope: Scope, model: str, dimension: int) -> None:
-        await self._models.refresh(session)
-        stored = self._models.get(scope)
-        if stored is None:
-            result = await session.execute(
-                text(
-                    'SELECT DISTINCT "embeddingModel", "embeddingDim" FROM "Fact" '
-                    'WHERE "agentId" = :agent AND "userId" = :user AND "retiredAt" IS NULL'
-                ),
-                {"agent": scope[0], "user": scope[1]},
-            )
-            stored = {(row[0], int(row[1])) for row in result}
-            self._models.put(scope, stored)
-        check_models(scope, stored, model, dimension)
+        bounds = await model_bounds(session, scope)
+        await check_models(session, scope, bounds, model, dimension)
 
     async def prepare_dimension(self, dimension: int) -> None:
         """Create the HNSW index for ``dimension`` if it is missing (once per process)."""
@@ -170,4 +159,7 @@ class PostgresFactIndex:
         return None
 
     def invalidate(self, scopes: Iterable[Scope]) -> None:
-        self._models.invalidate(scopes)
+        return None  # nothing cached: every search reads the database
+
+    def absorb(self, scope: Scope, log: ChangeLog) -> None:
+        return None

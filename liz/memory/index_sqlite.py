@@ -20,11 +20,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from liz.memory.index_base import (
     TIE_MARGIN,
     Candidate,
+    ChangeLog,
     IndexedFact,
+    ModelPair,
     Scope,
     ScopeCache,
     check_models,
     deterministic_top,
+    model_bounds,
 )
 from liz.memory.vectors import Vector, from_stored, rounded
 
@@ -35,7 +38,7 @@ class ScopeVectors:
     hashes: list[str]
     rows: dict[str, int]
     matrix: Vector  # one unit vector per row
-    models: set[tuple[str, int]]
+    bounds: tuple[ModelPair, ...]  # see index_base.model_bounds
 
 
 def search_rowid(fact_id: str) -> int:
@@ -55,14 +58,18 @@ class SqliteFactIndex:
     def __init__(self, max_scopes: int = 64) -> None:
         self._cache: ScopeCache[ScopeVectors] = ScopeCache(max_scopes)
 
-    async def _vectors(self, session: AsyncSession, scope: Scope) -> ScopeVectors:
+    async def _vectors(
+        self, session: AsyncSession, scope: Scope, model: str, dimension: int
+    ) -> ScopeVectors:
         await self._cache.refresh(session)
+        bounds = await model_bounds(session, scope)
+        await check_models(session, scope, bounds, model, dimension)
         cached = self._cache.get(scope)
-        if cached is not None:
+        if cached is not None and cached.bounds == bounds:
             return cached
         result = await session.execute(
             text(
-                'SELECT id, embedding, "embeddingModel", "embeddingDim", hash FROM "Fact" '
+                'SELECT id, embedding, hash FROM "Fact" '
                 'WHERE "agentId" = :agent AND "userId" = :user AND "retiredAt" IS NULL '
                 "ORDER BY id"
             ),
@@ -70,13 +77,12 @@ class SqliteFactIndex:
         )
         rows = result.all()
         ids = [row[0] for row in rows]
-        models = {(row[2], int(row[3])) for row in rows}
-        if rows and len({int(row[3]) for row in rows}) == 1:
+        if rows:
             matrix = np.stack([from_stored(row[1]) for row in rows])
         else:
-            matrix = np.zeros((0, 0), dtype=np.float32)
-        hashes = [row[4] for row in rows]
-        loaded = ScopeVectors(ids, hashes, {fid: i for i, fid in enumerate(ids)}, matrix, models)
+            matrix = np.zeros((0, dimension), dtype=np.float32)
+        hashes = [row[2] for row in rows]
+        loaded = ScopeVectors(ids, hashes, {fid: i for i, fid in enumerate(ids)}, matrix, bounds)
         self._cache.put(scope, loaded)
         return loaded
 
@@ -90,8 +96,7 @@ class SqliteFactIndex:
         limit: int,
         threshold: float,
     ) -> list[Candidate]:
-        vectors = await self._vectors(session, scope)
-        check_models(scope, vectors.models, model, query.size)
+        vectors = await self._vectors(session, scope, model, query.size)
         if not vectors.ids:
             return []
         scores = np.round(vectors.matrix @ query, 6)
@@ -105,8 +110,7 @@ class SqliteFactIndex:
     async def similarities(
         self, session: AsyncSession, scope: Scope, ids: Sequence[str], query: Vector, *, model: str
     ) -> dict[str, float]:
-        vectors = await self._vectors(session, scope)
-        check_models(scope, vectors.models, model, query.size)
+        vectors = await self._vectors(session, scope, model, query.size)
         return {
             fact_id: rounded(vectors.matrix[vectors.rows[fact_id]] @ query)
             for fact_id in ids
@@ -163,3 +167,28 @@ class SqliteFactIndex:
 
     def invalidate(self, scopes: Iterable[Scope]) -> None:
         self._cache.invalidate(scopes)
+
+    def absorb(self, scope: Scope, log: ChangeLog) -> None:
+        """Patch the scope's cached matrix with a write this process committed.
+
+        Reloading a scope reads every vector (about 0.1 s per 10k facts); patching
+        copies the matrix once, so writes do not make the next search slow.
+        """
+        entry = self._cache.taken_in(scope, log)
+        if entry is None:
+            return
+        cached, mark = entry
+        pairs = set(cached.bounds) | {(fact.model, fact.dimension) for fact in log.added}
+        if len(pairs) > 1:
+            self._cache.invalidate([scope])  # mixed models: let the next search reload
+            return
+        dropped = set(log.removed) | {fact.id for fact in log.added}
+        keep = [row for row, fact_id in enumerate(cached.ids) if fact_id not in dropped]
+        ids = [cached.ids[row] for row in keep] + [fact.id for fact in log.added]
+        hashes = [cached.hashes[row] for row in keep] + [fact.hash for fact in log.added]
+        matrix = np.concatenate(
+            [cached.matrix[keep], *(fact.vector[np.newaxis, :] for fact in log.added)]
+        )
+        bounds = (pairs.pop(),) * 2 if ids else ()
+        rows = {fact_id: row for row, fact_id in enumerate(ids)}
+        self._cache.put(scope, ScopeVectors(ids, hashes, rows, matrix, bounds), mark)

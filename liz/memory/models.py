@@ -42,7 +42,8 @@ class FactRecord(Base):
 
     __tablename__ = "Fact"
     __table_args__ = (
-        Index(None, "agentId", "userId", "retiredAt"),
+        # Also answers "which embedding models does this scope use" with two lookups.
+        Index(None, "agentId", "userId", "retiredAt", "embeddingModel", "embeddingDim"),
         Index(None, "agentId", "userId", "hash"),
     )
 

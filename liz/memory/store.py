@@ -63,7 +63,7 @@ class MemoryStore:
         self.templates = templates or llm.templates
         self.dialect = engine.dialect.name
         self.index: FactIndex = (
-            PostgresFactIndex(engine, self.settings.cache_scopes * 16)
+            PostgresFactIndex(engine)
             if self.dialect == "postgresql"
             else SqliteFactIndex(self.settings.cache_scopes)
         )

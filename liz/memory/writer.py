@@ -6,7 +6,7 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from liz.memory.index_base import Scope
+from liz.memory.index_base import ChangeLog, Scope
 from liz.memory.normalize import fact_hash
 from liz.memory.queries import active_by_hash, records_by_id, to_fact
 from liz.memory.reconcile import Change, NewFact, add_all, resolve_plan
@@ -68,9 +68,10 @@ class FactWriter:
         if missing:
             text_vectors.update(zip(missing, await store.embed(missing), strict=True))
         context = store.write_context(scope, "llm", source_memory_id)
+        log = ChangeLog()
         async with store.sessions() as session, session.begin():
-            events += await apply_changes(session, store.index, changes, text_vectors, context)
-        store.index.invalidate([scope])
+            events += await apply_changes(session, store.index, changes, text_vectors, context, log)
+        store.index.absorb(scope, log)
         _log(changes)
         return events
 

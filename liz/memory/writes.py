@@ -17,7 +17,7 @@ from datetime import datetime
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from liz.memory.index_base import FactIndex, IndexedFact, Scope
+from liz.memory.index_base import ChangeLog, FactIndex, IndexedFact, Scope
 from liz.memory.models import FactHistoryRecord, FactRecord
 from liz.memory.normalize import fact_hash
 from liz.memory.queries import active_by_hash, records_by_id
@@ -25,6 +25,31 @@ from liz.memory.reconcile import Change
 from liz.memory.schemas import Event
 from liz.memory.types import FactEvent
 from liz.memory.vectors import Vector, for_storage
+
+
+@dataclass
+class _Journal:
+    """One write's context, its change log and the history rows it adds."""
+
+    context: WriteContext
+    log: ChangeLog
+    rows: list[FactHistoryRecord]
+
+    def history(
+        self, record: FactRecord, event: Event, old: str | None, new: str | None, change: Change
+    ) -> None:
+        row = FactHistoryRecord(
+            fact_id=record.id,
+            agent_id=record.agent_id,
+            user_id=record.user_id,
+            event=event.value,
+            old_text=old,
+            new_text=new,
+            created_at=self.context.now,
+            actor=self.context.actor,
+            reason=change.reason,
+        )
+        self.rows.append(row)
 
 
 class PlanConflict(Exception):
@@ -57,9 +82,14 @@ async def apply_changes(
     changes: Sequence[Change],
     vectors: Mapping[str, Vector],
     context: WriteContext,
+    log: ChangeLog,
 ) -> list[FactEvent]:
-    """Apply ``changes`` in the session's transaction; return what was done, in order."""
+    """Apply ``changes`` in the session's transaction; return what was done, in order.
+
+    ``log`` collects what changed; after the commit, pass it to ``index.absorb``.
+    """
     scope = context.scope
+    journal = _Journal(context, log, [])
     await lock_scope(session, scope, context.dialect)
     target_ids = [c.fact_id for c in changes if c.fact_id and c.event is not Event.NOOP]
     targets = await records_by_id(session, scope, target_ids, for_update=True)
@@ -81,7 +111,7 @@ async def apply_changes(
     for change in changes:
         if change.event is Event.DELETE:
             events.append(
-                await _retire(session, index, targets[change.fact_id or ""], change, context)
+                await _retire(session, index, targets[change.fact_id or ""], change, journal)
             )
         elif change.event is Event.NOOP:
             events.append(
@@ -105,35 +135,15 @@ async def apply_changes(
                 if record.hash == digest:
                     events.append(FactEvent(Event.NOOP, record.id, record.text, reason="unchanged"))
                     continue
-                events.append(await _update(session, index, record, change, vectors, context))
+                events.append(await _update(session, index, record, change, vectors, journal))
             else:
-                record = await _insert(session, index, change, vectors, context)
+                record = await _insert(session, index, change, vectors, journal)
                 events.append(FactEvent(Event.ADD, record.id, record.text, reason=change.reason))
             existing[digest] = record
+    session.add_all(journal.rows)
     await session.flush()
-    index.invalidate([scope])
+    log.history_ids.extend(row.id for row in journal.rows)
     return events
-
-
-def _history(
-    record: FactRecord,
-    event: Event,
-    old: str | None,
-    new: str | None,
-    change: Change,
-    context: WriteContext,
-) -> FactHistoryRecord:
-    return FactHistoryRecord(
-        fact_id=record.id,
-        agent_id=record.agent_id,
-        user_id=record.user_id,
-        event=event.value,
-        old_text=old,
-        new_text=new,
-        created_at=context.now,
-        actor=context.actor,
-        reason=change.reason,
-    )
 
 
 async def _insert(
@@ -141,8 +151,9 @@ async def _insert(
     index: FactIndex,
     change: Change,
     vectors: Mapping[str, Vector],
-    context: WriteContext,
+    journal: _Journal,
 ) -> FactRecord:
+    context = journal.context
     vector = vectors[change.text]
     record = FactRecord(
         id=str(uuid.uuid4()),
@@ -164,8 +175,8 @@ async def _insert(
     )
     session.add(record)
     await session.flush()  # the fact row before its history row (foreign key)
-    session.add(_history(record, Event.ADD, None, record.text, change, context))
-    await index.facts_added(session, [_indexed(record)])
+    journal.history(record, Event.ADD, None, record.text, change)
+    await _indexed(session, index, record, vector, journal)
     return record
 
 
@@ -175,8 +186,9 @@ async def _update(
     record: FactRecord,
     change: Change,
     vectors: Mapping[str, Vector],
-    context: WriteContext,
+    journal: _Journal,
 ) -> FactEvent:
+    context = journal.context
     old_text = record.text
     vector = vectors[change.text]
     record.text = change.text
@@ -187,9 +199,9 @@ async def _update(
     record.embedding_model = context.model
     record.embedding_dim = int(vector.size)
     record.updated_at = context.now
-    session.add(_history(record, Event.UPDATE, old_text, record.text, change, context))
+    journal.history(record, Event.UPDATE, old_text, record.text, change)
     await index.facts_removed(session, [record.id])
-    await index.facts_added(session, [_indexed(record)])
+    await _indexed(session, index, record, vector, journal)
     return FactEvent(Event.UPDATE, record.id, record.text, old_text=old_text, reason=change.reason)
 
 
@@ -198,17 +210,32 @@ async def _retire(
     index: FactIndex,
     record: FactRecord,
     change: Change,
-    context: WriteContext,
+    journal: _Journal,
 ) -> FactEvent:
-    record.retired_at = context.now
-    record.invalid_from = context.now
-    record.updated_at = context.now
-    session.add(_history(record, Event.DELETE, record.text, None, change, context))
+    now = journal.context.now
+    record.retired_at = now
+    record.invalid_from = now
+    record.updated_at = now
+    journal.history(record, Event.DELETE, record.text, None, change)
+    journal.log.removed.append(record.id)
     await index.facts_removed(session, [record.id])
     return FactEvent(
         Event.DELETE, record.id, record.text, old_text=record.text, reason=change.reason
     )
 
 
-def _indexed(record: FactRecord) -> IndexedFact:
-    return IndexedFact(record.id, record.agent_id, record.user_id, record.text)
+async def _indexed(
+    session: AsyncSession, index: FactIndex, record: FactRecord, vector: Vector, journal: _Journal
+) -> None:
+    fact = IndexedFact(
+        record.id,
+        record.agent_id,
+        record.user_id,
+        record.text,
+        record.hash,
+        vector,
+        record.embedding_model,
+        record.embedding_dim,
+    )
+    journal.log.added.append(fact)
+    await index.facts_added(session, [fact])
