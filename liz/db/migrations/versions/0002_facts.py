@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import Any
 
 import sqlalchemy as sa
 from alembic import op
@@ -27,7 +28,7 @@ depends_on: str | Sequence[str] | None = None
 logger = logging.getLogger(__name__)
 
 
-def _embedding_type(bind: sa.engine.Connection) -> sa.types.TypeEngine[object]:
+def _embedding_type(bind: sa.engine.Connection) -> sa.types.TypeEngine[Any]:
     if bind.dialect.name == "postgresql":
         if pgvector_enabled(bind):
             from pgvector.sqlalchemy import VECTOR
