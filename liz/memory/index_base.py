@@ -136,15 +136,16 @@ class ScopeCache(Generic[T]):
 
 ModelPair = tuple[str, int]  # (embedding model, dimension)
 
+# Over all the scope's facts, retired ones too (reindex re-embeds those as well), so
+# the index on (agentId, userId, embeddingModel, embeddingDim) answers it directly.
 _BOUND = (
     'SELECT "embeddingModel", "embeddingDim" FROM "Fact" WHERE "agentId" = :agent '
-    'AND "userId" = :user AND "retiredAt" IS NULL ORDER BY "embeddingModel" {0}, '
-    '"embeddingDim" {0} LIMIT 1'
+    'AND "userId" = :user ORDER BY "embeddingModel" {0}, "embeddingDim" {0} LIMIT 1'
 )
 
 
 async def model_bounds(session: AsyncSession, scope: Scope) -> tuple[ModelPair, ...]:
-    """The smallest and largest (model, dimension) among the scope's active facts.
+    """The smallest and largest (model, dimension) among the scope's facts.
 
     Two index lookups, cheap at any size; equal bounds mean every fact shares one model.
     A re-embedding by another process changes them, which is how caches notice it.
@@ -168,7 +169,7 @@ async def check_models(
     result = await session.execute(
         text(
             'SELECT DISTINCT "embeddingModel", "embeddingDim" FROM "Fact" WHERE "agentId" = '
-            ':agent AND "userId" = :user AND "retiredAt" IS NULL'
+            ':agent AND "userId" = :user'
         ),
         {"agent": scope[0], "user": scope[1]},
     )

@@ -189,6 +189,6 @@ class SqliteFactIndex:
         matrix = np.concatenate(
             [cached.matrix[keep], *(fact.vector[np.newaxis, :] for fact in log.added)]
         )
-        bounds = (pairs.pop(),) * 2 if ids else ()
+        bounds = (pairs.pop(),) * 2 if pairs else ()
         rows = {fact_id: row for row, fact_id in enumerate(ids)}
         self._cache.put(scope, ScopeVectors(ids, hashes, rows, matrix, bounds), mark)

@@ -42,8 +42,9 @@ class FactRecord(Base):
 
     __tablename__ = "Fact"
     __table_args__ = (
-        # Also answers "which embedding models does this scope use" with two lookups.
-        Index(None, "agentId", "userId", "retiredAt", "embeddingModel", "embeddingDim"),
+        Index(None, "agentId", "userId", "retiredAt"),
+        # Answers "which embedding models does this scope use" with two index lookups.
+        Index(None, "agentId", "userId", "embeddingModel", "embeddingDim"),
         Index(None, "agentId", "userId", "hash"),
     )
 

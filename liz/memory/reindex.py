@@ -24,7 +24,10 @@ async def reindex_facts(
     everything: bool,
     progress: Callable[[int, int], None] | None,
 ) -> int:
-    """Re-embed active facts (of one agent and/or user, or all) in batches; returns the count.
+    """Re-embed facts (of one agent and/or user, or all) in batches; returns the count.
+
+    Retired facts are re-embedded too: queries are refused while any fact of the
+    scope has vectors of another model.
 
     Without ``everything`` only facts embedded with another model or dimension are
     touched, so an interrupted run can simply be started again.
@@ -32,7 +35,7 @@ async def reindex_facts(
     model = store.llm.embedding_model
     (probe,) = await store.embed(["dimension probe"])
     dimension = int(probe.size)
-    conditions: list[ColumnElement[bool]] = [FactRecord.retired_at.is_(None)]
+    conditions: list[ColumnElement[bool]] = []
     if agent_id is not None:
         conditions.append(FactRecord.agent_id == agent_id)
     if user_id is not None:

@@ -247,7 +247,7 @@ class MemoryStore:
         everything: bool = False,
         progress: Callable[[int, int], None] | None = None,
     ) -> int:
-        """Re-embed active facts whose model or dimension differs from the current one
+        """Re-embed facts whose model or dimension differs from the current one
         (all of them with ``everything``), in one scope or all; returns how many."""
         await self.check()
         return await reindex_facts(

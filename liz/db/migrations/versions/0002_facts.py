@@ -61,9 +61,12 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name=op.f("Fact_pkey")),
     )
     op.create_index(
-        op.f("Fact_agentId_userId_retiredAt_embeddingModel_embeddingDim_idx"),
+        op.f("Fact_agentId_userId_retiredAt_idx"), "Fact", ["agentId", "userId", "retiredAt"]
+    )
+    op.create_index(
+        op.f("Fact_agentId_userId_embeddingModel_embeddingDim_idx"),
         "Fact",
-        ["agentId", "userId", "retiredAt", "embeddingModel", "embeddingDim"],
+        ["agentId", "userId", "embeddingModel", "embeddingDim"],
     )
     op.create_index(op.f("Fact_agentId_userId_hash_idx"), "Fact", ["agentId", "userId", "hash"])
     op.create_table(
