@@ -17,6 +17,7 @@ from liz.config import Settings
 from liz.db.engine import create_engine, make_sessionmaker
 from liz.errors import UsageError
 from liz.llm import LLMClient
+from liz.memory.settings import MemorySettings
 from liz.memory.store import MemoryStore
 from liz.pipeline import AgentFramework, Middleware
 from liz.routes import standard_routes
@@ -100,8 +101,13 @@ async def open_runtime(
     *,
     llm_client: LLMClient | None = None,
     clock: Clock = utc_now,
+    memory_settings: MemorySettings | None = None,
 ) -> AsyncIterator[Runtime]:
-    """Open the database and the LLM for one process; close them (after background work) on exit."""
+    """Open the database and the LLM for one process; close them (after background work) on exit.
+
+    The long-term memory is on when an LLM is configured, unless ``LIZ_MEMORY_ENABLED=false``.
+    """
+    memory_settings = memory_settings or MemorySettings()
     engine = create_engine(settings.database_url, settings)
     llm = llm_client or LLMClient.from_settings(settings)
     if llm is None:
@@ -110,11 +116,16 @@ async def open_runtime(
             "POST /agent/input will answer 503 until one is set"
         )
     sessions = make_sessionmaker(engine)
-    memory = MemoryStore(sessions, llm, engine=engine, clock=clock) if llm else None
+    memory = None
+    if llm is not None and memory_settings.enabled:
+        memory = MemoryStore(sessions, llm, engine=engine, clock=clock, settings=memory_settings)
     runtime = Runtime(
         settings=settings, sessions=sessions, llm_client=llm, clock=clock, memory=memory
     )
     try:
+        if memory is not None:
+            # Fail at startup, naming the fix, rather than on the first message.
+            await memory.check()
         yield runtime
     finally:
         await runtime.background.drain()

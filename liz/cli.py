@@ -57,6 +57,7 @@ def serve(
         if migrate:
             upgrade(settings.database_url)
         application = create_app_for(settings, str(agents) if agents else None)
+        asyncio.run(_check_runtime(settings))
     except LizError as exc:
         raise fail(exc.message) from exc
     uvicorn.run(
@@ -66,6 +67,14 @@ def serve(
         log_level=log_level,
         log_config=None,
     )
+
+
+async def _check_runtime(settings: Settings) -> None:
+    """Open and close the runtime once, so a broken set-up fails here with a clear message."""
+    from liz.bootstrap import open_runtime
+
+    async with open_runtime(settings):
+        pass
 
 
 @db_app.command("upgrade")

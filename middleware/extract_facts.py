@@ -9,6 +9,7 @@ from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt,
 from liz.errors import LizError, UsageError
 from liz.memory.store import MemoryStore
 from liz.pipeline import AgentRequest, AgentResponse, Middleware, Next
+from liz.types import InputSource
 
 logger = logging.getLogger(__name__)
 
@@ -31,6 +32,8 @@ def extract_facts(attempts: int | None = None, wait_seconds: float = 2.0) -> Mid
         memory = req.runtime.memory
         if res.reply is None or memory is None or not (req.input.text or "").strip():
             return
+        if req.input.source is InputSource.INTERNAL:
+            return  # the framework talking to itself (scheduled posts): no user to learn about
         exchange = [
             {"role": "user", "content": req.input.text or ""},
             {"role": "assistant", "content": res.reply.text},

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 
 from liz.testing.openai_server import RecordedRequest, ScriptedOpenAI
@@ -117,3 +118,29 @@ def test_chat_with_an_unknown_agent_names_the_known_ones(tmp_path: Path) -> None
     result = liz("chat", "--agent", "nobody", env=env, cwd=tmp_path, stdin="hi\n")
     assert result.returncode == 2
     assert "unknown agent 'nobody'" in result.stderr and "business-advisor" in result.stderr
+
+
+def test_serve_on_postgres_without_pgvector_names_the_fix(
+    plain_postgres_url: str, tmp_path: Path
+) -> None:
+    env = {"DATABASE_URL": plain_postgres_url, "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}
+    result = liz("serve", "--port", "9", env=env, cwd=tmp_path)
+    assert result.returncode == 2
+    assert "pgvector" in result.stderr and "LIZ_MEMORY_ENABLED=false" in result.stderr
+
+
+def test_serve_on_postgres_without_pgvector_runs_with_memory_off(
+    plain_postgres_url: str, tmp_path: Path
+) -> None:
+    server = scripted_agent_llm("Fine without facts.")
+    with server.serve() as base_url:
+        env = {
+            "DATABASE_URL": plain_postgres_url,
+            "OPENAI_BASE_URL": base_url,
+            "LIZ_MEMORY_ENABLED": "false",
+        }
+        with liz_serve(env, tmp_path) as url:
+            body = {"input": {"agentId": "business-advisor", "userId": "u", "text": "Hi"}}
+            response = httpx.post(f"{url}/agent/input", json=body, timeout=30)
+    assert response.status_code == 200 and response.json()["text"] == "Fine without facts."
+    assert all(not r.body.get("response_format") for r in server.chat_requests)

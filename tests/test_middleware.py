@@ -7,10 +7,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from liz.agent import BaseAgent
+from liz.bootstrap import build_framework
 from liz.db.memories import insert_memory
 from liz.db.models import MemoryRecord
+from liz.memory.store import MemoryStore
 from liz.pipeline import AgentFramework
 from liz.routes import conversation
 from liz.runtime import Runtime
@@ -234,3 +237,23 @@ def test_standard_middleware_is_in_liz_order() -> None:
         "router",
     ]
     assert validate_input in standard_middleware and create_memory in standard_middleware
+
+
+async def test_the_bots_own_posts_teach_no_facts(
+    runtime: Runtime, engine: AsyncEngine, agent: BaseAgent, scripted: ScriptedOpenAI
+) -> None:
+    assert runtime.llm_client is not None
+    memory = MemoryStore(runtime.sessions, runtime.llm_client, engine=engine)
+    with_memory = Runtime(
+        settings=runtime.settings,
+        sessions=runtime.sessions,
+        llm_client=runtime.llm_client,
+        memory=memory,
+    )
+    scripted.reply("Margins beat volume.")
+    post = text_input("write a post", source=InputSource.INTERNAL, route="create_new_tweet")
+    res = await build_framework(with_memory).process(post, agent)
+    await with_memory.background.drain()
+    assert res.reply is not None and res.reply.text == "Margins beat volume."
+    assert [r.body.get("response_format") for r in scripted.chat_requests] == [None]
+    assert await memory.list(agent.agent_id, post.user_id) == []

@@ -13,6 +13,8 @@ class MemorySettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="LIZ_MEMORY_", env_file=".env", extra="ignore")
 
+    # Keep facts about users at all (needs pgvector on PostgreSQL; SQLite always can).
+    enabled: bool = True
     # Which chat model extracts and reconciles facts: the small one is usually enough.
     model_size: Literal["small", "large"] = "small"
     # Similarity at or above which a stored fact is shown to the reconcile call;
