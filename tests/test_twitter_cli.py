@@ -31,7 +31,7 @@ def test_api_transport_with_keys_is_tweepy() -> None:
 
 
 def test_api_transport_without_keys_says_which_are_missing() -> None:
-    with pytest.raises(UsageError, match=r"TWITTER_API_KEY.*docs/twitter\.md"):
+    with pytest.raises(UsageError, match=r"TWITTER_API_KEY.*README"):
         build_transport(settings())
 
 

@@ -43,7 +43,7 @@ ATTEMPTS = 3  # plans made again when another writer changed a fact meanwhile
 
 
 class MemoryStore:
-    """Facts per (agent, user) on SQLite or PostgreSQL (pgvector); see ``docs/memory.md``."""
+    """Facts per (agent, user) on SQLite or PostgreSQL (pgvector); the README explains them."""
 
     def __init__(
         self,

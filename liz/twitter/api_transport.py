@@ -72,7 +72,8 @@ class TweepyTransport:
         if not settings.has_api_credentials:
             raise UsageError(
                 "the X API transport needs TWITTER_API_KEY, TWITTER_API_SECRET, "
-                "TWITTER_ACCESS_TOKEN and TWITTER_ACCESS_SECRET (see docs/twitter.md), or set "
+                "TWITTER_ACCESS_TOKEN and TWITTER_ACCESS_SECRET (the README's Twitter/X "
+                "section says where to get them), or set "
                 "TWITTER_TRANSPORT=twikit to log in with TWITTER_USERNAME/TWITTER_PASSWORD"
             )
         try:
