@@ -8,6 +8,7 @@ reads the settings from the environment and the agents from ``LIZ_AGENTS_DIR``
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -19,6 +20,8 @@ from liz.config import Settings
 from liz.http import create_served_app
 from liz.pipeline import AgentFramework
 
+logger = logging.getLogger(__name__)
+
 
 def create_app_for(settings: Settings, agents_dir: str | None) -> Starlette:
     agents = load_agents(agents_dir, prompts_dir=settings.liz_prompts_dir)
@@ -26,6 +29,11 @@ def create_app_for(settings: Settings, agents_dir: str | None) -> Starlette:
     @asynccontextmanager
     async def open_framework() -> AsyncIterator[AgentFramework]:
         async with open_runtime(settings) as runtime:
+            if runtime.llm_client is None:
+                logger.warning(
+                    "no LLM configured (set OPENAI_API_KEY, OPENROUTER_API_KEY or "
+                    "OPENAI_BASE_URL); POST /agent/input answers 503 until one is set"
+                )
             yield build_framework(runtime)
 
     api_key = settings.liz_api_key.get_secret_value() if settings.liz_api_key else None

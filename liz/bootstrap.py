@@ -6,7 +6,6 @@ The HTTP server, the CLI and the Twitter loop all start here, so they behave ali
 from __future__ import annotations
 
 import importlib.util
-import logging
 import sys
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -24,8 +23,6 @@ from liz.routes import standard_routes
 from liz.runtime import Clock, Runtime, utc_now
 from liz.templates import PromptTemplates, default_templates
 from liz.types import Character
-
-logger = logging.getLogger(__name__)
 
 DEFAULT_AGENTS_DIR = Path(__file__).resolve().parent.parent / "agents"
 
@@ -110,11 +107,6 @@ async def open_runtime(
     memory_settings = memory_settings or MemorySettings()
     engine = create_engine(settings.database_url, settings)
     llm = llm_client or LLMClient.from_settings(settings)
-    if llm is None:
-        logger.warning(
-            "no LLM configured (set OPENAI_API_KEY, OPENROUTER_API_KEY or OPENAI_BASE_URL); "
-            "POST /agent/input will answer 503 until one is set"
-        )
     sessions = make_sessionmaker(engine)
     memory = None
     if llm is not None and memory_settings.enabled:

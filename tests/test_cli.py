@@ -144,3 +144,21 @@ def test_serve_on_postgres_without_pgvector_runs_with_memory_off(
             response = httpx.post(f"{url}/agent/input", json=body, timeout=30)
     assert response.status_code == 200 and response.json()["text"] == "Fine without facts."
     assert all(not r.body.get("response_format") for r in server.chat_requests)
+
+
+def test_serve_without_an_llm_starts_warns_once_and_answers_503(tmp_path: Path) -> None:
+    env = {
+        "DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'nollm.db'}",
+        "OPENAI_API_KEY": "",
+        "OPENAI_BASE_URL": "",
+        "OPENROUTER_API_KEY": "",
+    }
+    with liz_serve(env, tmp_path) as url:
+        assert httpx.get(f"{url}/health").json()["llm"] == "not configured"
+        assert httpx.get(f"{url}/agents").status_code == 200
+        body = {"input": {"agentId": "business-advisor", "userId": "u", "text": "Hi"}}
+        response = httpx.post(f"{url}/agent/input", json=body)
+        port = url.rsplit(":", 1)[1]
+    assert response.status_code == 503 and "OPENAI_BASE_URL" in response.json()["error"]
+    log = (tmp_path / f"serve-{port}.log").read_text()
+    assert log.count("no LLM configured") == 1
