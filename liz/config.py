@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -23,6 +25,9 @@ class Settings(BaseSettings):
     liz_small_model: str = "gpt-4o-mini"
     liz_large_model: str = "gpt-4o"
     liz_embedding_model: str = "text-embedding-3-small"
+    # "json_schema" where the endpoint enforces schemas (OpenAI, most of OpenRouter);
+    # "json_object" for servers that only offer JSON mode (the schema goes in the prompt).
+    liz_structured_output: Literal["json_schema", "json_object"] = "json_schema"
     liz_llm_timeout: float = 60.0
     liz_llm_max_retries: int = 2
 

@@ -382,6 +382,20 @@ async def test_from_settings_uses_the_injected_http_client(scripted):
     assert scripted.chat_requests[0].headers["authorization"] == "Bearer sk-local"
 
 
+async def test_json_object_mode_comes_from_settings(scripted):
+    transport = httpx.ASGITransport(app=scripted.app)
+    client = LLMClient.from_settings(
+        settings(openai_base_url="http://scripted/v1", liz_structured_output="json_object"),
+        http_client=httpx.AsyncClient(transport=transport),
+    )
+    scripted.reply({"destination": "Oslo", "days": 1})
+
+    assert client is not None
+    async with client:
+        assert await client.structured("Plan", Trip) == Trip(destination="Oslo", days=1)
+    assert scripted.chat_requests[0].response_format == {"type": "json_object"}
+
+
 def test_negative_retries_in_settings_are_refused():
     with pytest.raises(UsageError, match="LIZ_LLM_MAX_RETRIES"):
         LLMClient.from_settings(settings(openai_api_key="sk", liz_llm_max_retries=-1))

@@ -133,6 +133,7 @@ class LLMClient:
             small_model=models[0],
             large_model=models[1],
             embedding_model=models[2],
+            structured_mode=settings.liz_structured_output,
             templates=PromptTemplates(settings.liz_prompts_dir),
         )
 
