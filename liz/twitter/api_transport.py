@@ -39,9 +39,7 @@ def translate_tweepy_error(exc: BaseException, operation: str) -> TwitterError:
 
     detail = f"X API {operation} failed: {exc}"
     if isinstance(exc, tweepy.TooManyRequests):
-        reset = getattr(exc, "reset_time", None)
-        reset_at = datetime.fromtimestamp(reset, UTC) if reset is not None else None
-        return TwitterRateLimited(detail, reset_at=reset_at)
+        return TwitterRateLimited(detail, reset_at=_rate_limit_reset(exc))
     if isinstance(exc, tweepy.Unauthorized):
         return TwitterAuthError(
             f"{detail} (check TWITTER_API_KEY, TWITTER_API_SECRET, TWITTER_ACCESS_TOKEN "
@@ -54,6 +52,17 @@ def translate_tweepy_error(exc: BaseException, operation: str) -> TwitterError:
     if isinstance(exc, tweepy.TwitterServerError | aiohttp.ClientError | asyncio.TimeoutError):
         return TwitterTransientError(detail)
     return TwitterError(detail)
+
+
+def _rate_limit_reset(exc: Any) -> datetime | None:
+    """When X allows calls again: its ``x-rate-limit-reset`` header (epoch seconds), if sent."""
+    # tweepy keeps the HTTP response (requests' or aiohttp's) but does not parse the header.
+    headers = getattr(getattr(exc, "response", None), "headers", None) or {}
+    raw = headers.get("x-rate-limit-reset")
+    try:
+        return None if raw is None else datetime.fromtimestamp(int(raw), UTC)
+    except ValueError:
+        return None
 
 
 class TweepyTransport:
