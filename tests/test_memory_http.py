@@ -9,7 +9,9 @@ import pytest
 
 from liz.agent import BaseAgent
 from liz.bootstrap import build_framework
+from liz.db.engine import create_engine, make_sessionmaker
 from liz.http import create_app
+from liz.llm import LLMClient
 from liz.memory.store import MemoryStore
 from liz.runtime import Runtime
 from liz.testing.openai_server import ScriptedOpenAI
@@ -76,3 +78,20 @@ async def test_bad_parameters_are_400_with_the_reason(client: httpx.AsyncClient)
     assert empty.status_code == 400 and "q is empty" in empty.json()["error"]
     bad_limit = await client.get(FACTS, params={"limit": "lots"})
     assert bad_limit.status_code == 400 and "limit" in bad_limit.json()["error"]
+
+
+async def test_a_database_failure_is_json_with_the_reason(
+    client: httpx.AsyncClient, runtime: Runtime, llm: LLMClient, empty_database_url: str
+) -> None:
+    engine = create_engine(empty_database_url)
+    try:
+        runtime.memory = MemoryStore(make_sessionmaker(engine), llm, engine=engine)
+        for response in (
+            await client.get(FACTS),
+            await client.get(f"{FACTS}/some-id"),
+            await client.get(f"{FACTS}/some-id/history"),
+        ):
+            assert response.status_code == 503
+            assert "database" in response.json()["error"]
+    finally:
+        await engine.dispose()

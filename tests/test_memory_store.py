@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 
 import pytest
 
-from liz.llm import LLMOutputError
+from liz.db.engine import create_engine, make_sessionmaker
+from liz.errors import StorageError
+from liz.llm import LLMClient, LLMOutputError
 from liz.memory.schemas import Event
 from liz.memory.store import MemoryStore
 from liz.testing.openai_server import ScriptedOpenAI
@@ -259,3 +262,23 @@ async def test_concurrent_contradictions_leave_one_consistent_answer(
         "User lives in Paris",
         "User lives in Rome",
     ]
+
+
+async def test_a_database_failure_is_a_storage_error_that_says_what_to_check(
+    empty_database_url: str, llm: LLMClient, clock: ManualClock
+) -> None:
+    engine = create_engine(empty_database_url)
+    try:
+        unmigrated = MemoryStore(make_sessionmaker(engine), llm, engine=engine, clock=clock)
+        attempts: list[Callable[[], Awaitable[object]]] = [
+            lambda: unmigrated.list(AGENT, USER),
+            lambda: unmigrated.get("some-id", AGENT, USER),
+            lambda: unmigrated.history("some-id", AGENT, USER),
+            lambda: unmigrated.search("tea", AGENT, USER),
+        ]
+        for attempt in attempts:
+            with pytest.raises(StorageError) as raised:
+                await attempt()
+            assert "database" in raised.value.message or "pgvector" in raised.value.message
+    finally:
+        await engine.dispose()

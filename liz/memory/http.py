@@ -81,12 +81,14 @@ async def list_or_search(request: Request) -> Response:
 
 
 async def get_fact(request: Request) -> Response:
+    fact_id = request.path_params["factId"]
     try:
         store, agent_id, user_id = _scope(request)
+        fact = await store.get(fact_id, agent_id, user_id)
     except _Refused as refused:
         return refused.response
-    fact_id = request.path_params["factId"]
-    fact = await store.get(fact_id, agent_id, user_id)
+    except LizError as exc:
+        return _error(exc.message, exc.status)
     if fact is None:
         return _error(f"no fact {fact_id!r} for agent {agent_id!r} and user {user_id!r}", 404)
     return JSONResponse(fact.to_json_dict())

@@ -11,10 +11,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from liz.db.vector_support import require_pgvector
@@ -128,7 +130,8 @@ class MemoryStore:
         async with self.scope_lock(scope):
             for attempt in range(1, ATTEMPTS + 1):
                 try:
-                    return await self._writer.reconcile(scope, extracted, source_memory_id)
+                    with _database_errors():
+                        return await self._writer.reconcile(scope, extracted, source_memory_id)
                 except PlanConflict as exc:
                     logger.info("facts changed meanwhile (%s); planning again (%d)", exc, attempt)
         raise StorageError(
@@ -152,36 +155,41 @@ class MemoryStore:
             raise InputError(f"limit must be at least 1, got {limit}")
         await self.check()
         (vector,) = await self.embed([query])
-        async with self.sessions() as session:
-            return await hybrid_search(
-                session,
-                self.index,
-                (agent_id, user_id),
-                query,
-                vector,
-                model=self.llm.embedding_model,
-                limit=limit,
-                threshold=self.settings.search_threshold if threshold is None else threshold,
-            )
+        with _database_errors():
+            async with self.sessions() as session:
+                return await hybrid_search(
+                    session,
+                    self.index,
+                    (agent_id, user_id),
+                    query,
+                    vector,
+                    model=self.llm.embedding_model,
+                    limit=limit,
+                    threshold=self.settings.search_threshold if threshold is None else threshold,
+                )
 
     async def get(self, fact_id: str, agent_id: str, user_id: str) -> Fact | None:
         """One fact of this agent and user (retired ones too), or None."""
-        async with self.sessions() as session:
-            record = (await records_by_id(session, (agent_id, user_id), [fact_id])).get(fact_id)
-            return to_fact(record) if record is not None else None
+        with _database_errors():
+            async with self.sessions() as session:
+                found = await records_by_id(session, (agent_id, user_id), [fact_id])
+        record = found.get(fact_id)
+        return to_fact(record) if record is not None else None
 
     async def history(self, fact_id: str, agent_id: str, user_id: str) -> list[HistoryEntry]:
         """Every change to one fact, oldest first; :class:`NotFound` for an unknown fact."""
-        async with self.sessions() as session:
-            entries = await fact_history(session, (agent_id, user_id), fact_id)
+        with _database_errors():
+            async with self.sessions() as session:
+                entries = await fact_history(session, (agent_id, user_id), fact_id)
         if not entries:
             raise NotFound(f"no fact {fact_id!r} for agent {agent_id!r} and user {user_id!r}")
         return entries
 
     async def as_of(self, moment: datetime, agent_id: str, user_id: str) -> list[Fact]:
         """What the store believed about the user at ``moment``, with the text of then."""
-        async with self.sessions() as session:
-            return await facts_as_of(session, (agent_id, user_id), moment)
+        with _database_errors():
+            async with self.sessions() as session:
+                return await facts_as_of(session, (agent_id, user_id), moment)
 
     async def apply(
         self,
@@ -200,7 +208,8 @@ class MemoryStore:
         async with self.scope_lock(scope):
             for _ in range(ATTEMPTS):
                 try:
-                    return await batch_rules.apply_batch(self, scope, batch, actor)
+                    with _database_errors():
+                        return await batch_rules.apply_batch(self, scope, batch, actor)
                 except PlanConflict as exc:
                     logger.info("facts changed during a batch (%s); checking again", exc)
         raise StorageError("the facts kept changing while the batch was applied; try again")
@@ -250,9 +259,10 @@ class MemoryStore:
         """Re-embed facts whose model or dimension differs from the current one
         (all of them with ``everything``), in one scope or all; returns how many."""
         await self.check()
-        return await reindex_facts(
-            self, agent_id, user_id, everything=everything, progress=progress
-        )
+        with _database_errors():
+            return await reindex_facts(
+                self, agent_id, user_id, everything=everything, progress=progress
+            )
 
     # Last in the class: below this point `list` would name the method, not the type.
     async def list(
@@ -265,14 +275,28 @@ class MemoryStore:
         offset: int = 0,
     ) -> list[Fact]:
         """The user's facts, newest first; retired ones only when asked."""
-        async with self.sessions() as session:
-            return await list_facts(
-                session,
-                (agent_id, user_id),
-                include_retired=include_retired,
-                limit=limit,
-                offset=offset,
-            )
+        with _database_errors():
+            async with self.sessions() as session:
+                return await list_facts(
+                    session,
+                    (agent_id, user_id),
+                    include_retired=include_retired,
+                    limit=limit,
+                    offset=offset,
+                )
+
+
+@contextmanager
+def _database_errors() -> Iterator[None]:
+    """Translate the database driver's failures, here and only here, into StorageError."""
+    try:
+        yield
+    except (SQLAlchemyError, OSError) as exc:
+        detail = getattr(exc, "orig", None) or exc
+        raise StorageError(
+            f"the facts database failed ({type(detail).__name__}: {detail}); check that it is "
+            "reachable and migrated (`liz db upgrade`)"
+        ) from exc
 
 
 def _one(results: list[ItemResult]) -> ItemResult:
