@@ -33,7 +33,9 @@ class HandledTweetRecord(Base):
     # "mentions", or "user:<username>" for a target user's timeline.
     stream: Mapped[str] = mapped_column(Text)
     conversation_id: Mapped[str | None] = mapped_column("conversationId", Text)
-    # "replied", "ignored", "stopped", "failed" or "skipped" (too old at first start).
+    # "replied", "ignored", "stopped", "failed", "skipped" (too old at first start), or
+    # "replying": marked before posting, so a reply X took is never posted twice, even
+    # if the process died before it could write "replied".
     decision: Mapped[str] = mapped_column(Text)
     handled_at: Mapped[datetime] = mapped_column(
         "handledAt", UTCDateTime(), server_default=func.current_timestamp()

@@ -1,8 +1,11 @@
 """Answering tweets: mentions of the account and tweets by target users.
 
-Each new tweet is handled once per account: a row in ``TwitterHandled`` is
-written in the same transaction as the reply, and the newest handled id per
-stream is the since-id cursor, so a restart resumes where the last run stopped.
+Each new tweet is handled once per account: a row in ``TwitterHandled`` says
+what was decided, and the newest handled id per stream is the since-id cursor,
+so a restart resumes where the last run stopped. X and the database share no
+transaction, so a reply's row is written before posting ("replying") and taken
+back only when X reports the post failed: a crash between the two leaves a tweet
+at most once answered, never twice.
 Tweets are handled oldest first and a cycle stops at the first failure that
 may pass (X down, rate limit, LLM unavailable), so the cursor never skips an
 unanswered tweet.
@@ -21,6 +24,7 @@ from pydantic import BaseModel, Field
 from liz.errors import LizError, LLMError
 from liz.twitter.context import BotContext
 from liz.twitter.errors import (
+    TwitterError,
     TwitterNotFound,
     TwitterRateLimited,
     TwitterTransientError,
@@ -34,6 +38,7 @@ from liz.twitter.store import (
     save_tweets,
     since_id,
     target_stream,
+    unmark_handled,
 )
 from liz.twitter.transport import Tweet
 from liz.types import InputObject, InputSource, InputType
@@ -143,7 +148,13 @@ class ReplyCycle:
             logger.info("dry run: would reply to %s with %r", tweet.permanent_url, texts)
             self._dry_run_seen.add(tweet.id)
             return
-        posted = await ctx.post_thread(texts, reply_to=tweet.id)
+        await self._record(tweet, stream, "replying")
+        try:
+            posted = await ctx.post_thread(texts, reply_to=tweet.id)
+        except TwitterError:
+            async with ctx.sessions() as session, session.begin():
+                await unmark_handled(session, account_id=ctx.account.id, tweet_id=tweet.id)
+            raise
         await self._record(tweet, stream, "replied")
         logger.info("replied to %s with %d tweet(s)", tweet.permanent_url, len(posted))
         if ctx.settings.like_replied:

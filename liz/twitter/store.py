@@ -54,8 +54,9 @@ async def mark_handled(
     decision: str,
     at: datetime,
 ) -> None:
-    """Record that ``account_id`` dealt with ``tweet``; it will not be handled again."""
-    session.add(
+    """Record that ``account_id`` dealt with ``tweet`` (or update the decision); it will not
+    be handled again."""
+    await session.merge(
         HandledTweetRecord(
             account_id=str(account_id),
             tweet_id=str(tweet.id),
@@ -66,6 +67,14 @@ async def mark_handled(
         )
     )
     await session.flush()
+
+
+async def unmark_handled(session: AsyncSession, *, account_id: int, tweet_id: int) -> None:
+    """Forget that ``account_id`` handled the tweet, so the next cycle tries it again."""
+    row = await session.get(HandledTweetRecord, (str(account_id), str(tweet_id)))
+    if row is not None:
+        await session.delete(row)
+        await session.flush()
 
 
 async def is_handled(session: AsyncSession, *, account_id: int, tweet_id: int) -> bool:

@@ -1,0 +1,66 @@
+"""The bot after things go wrong mid-cycle: a crash after X took a reply, fatal errors."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from liz.testing.fake_twitter import FakeTwitter
+from liz.twitter.errors import TwitterTransientError
+from liz.twitter.models import HandledTweetRecord
+from liz.twitter.transport import Tweet
+
+# The fixture, shared with the single-bot tests (a re-export, so pytest finds it here).
+from tests.test_twitter_bot import World
+from tests.test_twitter_bot import world as world
+
+
+class StallingX(FakeTwitter):
+    """An X that takes a post and then never answers the call, like a process dying mid-call."""
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.accepted = asyncio.Event()
+        self.stall = True
+
+    async def post(self, text: str, reply_to: int | None = None) -> Tweet:
+        tweet = await super().post(text, reply_to)
+        if self.stall:
+            self.accepted.set()
+            await asyncio.Event().wait()
+        return tweet
+
+
+@pytest.mark.anyio
+async def test_a_reply_x_took_is_not_posted_again_after_a_crash(world: World) -> None:
+    x = StallingX(username="ada_bot", clock=world.clock.now)
+    world.x = x
+    mention = x.tweet_as("bob", "@ada_bot are you there?")
+    first = world.bot()
+    await first.start()
+    async with asyncio.timeout(30):
+        await x.accepted.wait()
+    await first.stop()  # stopped after X took the reply, before "replied" was written
+    assert [t.in_reply_to_id for t in x.posts] == [mention.id]
+
+    x.stall = False
+    await world.start(world.bot())
+    await world.clock.advance(minutes=30)
+    assert [t.in_reply_to_id for t in x.posts] == [mention.id]
+    assert len(world.reply_prompts()) == 1
+    [row] = await world.rows(HandledTweetRecord)
+    assert (row.tweet_id, row.decision) == (str(mention.id), "replying")
+
+
+@pytest.mark.anyio
+async def test_a_reply_x_refused_is_tried_again(world: World) -> None:
+    x = world.x
+    mention = x.tweet_as("bob", "@ada_bot hello?")
+    x.fail_next(TwitterTransientError("X is over capacity"), operations=("post",))
+    await world.start(world.bot())
+    assert x.posts == []
+    await world.clock.advance(minutes=10)
+    assert [t.in_reply_to_id for t in x.posts] == [mention.id]
+    [row] = await world.rows(HandledTweetRecord)
+    assert (row.tweet_id, row.decision) == (str(mention.id), "replied")
