@@ -78,6 +78,8 @@ async def test_bad_parameters_are_400_with_the_reason(client: httpx.AsyncClient)
     assert empty.status_code == 400 and "q is empty" in empty.json()["error"]
     bad_limit = await client.get(FACTS, params={"limit": "lots"})
     assert bad_limit.status_code == 400 and "limit" in bad_limit.json()["error"]
+    superscript = await client.get(FACTS, params={"limit": "\u00b2"})
+    assert superscript.status_code == 400 and "limit" in superscript.json()["error"]
 
 
 async def test_a_database_failure_is_json_with_the_reason(

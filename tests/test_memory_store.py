@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 from liz.db.engine import create_engine, make_sessionmaker
-from liz.errors import StorageError
+from liz.errors import InputError, StorageError
 from liz.llm import LLMClient, LLMOutputError
 from liz.memory.schemas import Event
 from liz.memory.store import MemoryStore
@@ -282,3 +282,13 @@ async def test_a_database_failure_is_a_storage_error_that_says_what_to_check(
             assert "database" in raised.value.message or "pgvector" in raised.value.message
     finally:
         await engine.dispose()
+
+
+async def test_a_list_page_out_of_range_is_refused(
+    store: MemoryStore, scripted: ScriptedOpenAI
+) -> None:
+    await seed(store, scripted, fact("User likes tea"))
+    for limit, offset in ((0, 0), (-1, 0), (10, -1)):
+        with pytest.raises(InputError, match="limit must be at least 1"):
+            await store.list(AGENT, USER, limit=limit, offset=offset)
+    assert texts(await store.list(AGENT, USER)) == ["User likes tea"]

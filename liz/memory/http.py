@@ -54,7 +54,8 @@ def _limit(request: Request, default: int) -> int:
     raw = request.query_params.get("limit")
     if raw is None:
         return default
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
+    # isascii: a superscript two is a digit to str.isdigit, yet int() refuses it.
+    if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= MAX_LIMIT:
         raise _Refused(
             _error(f"limit must be a whole number from 1 to {MAX_LIMIT}, got {raw!r}", 400)
         )

@@ -275,6 +275,10 @@ class MemoryStore:
         offset: int = 0,
     ) -> list[Fact]:
         """The user's facts, newest first; retired ones only when asked."""
+        if limit < 1 or offset < 0:
+            raise InputError(
+                f"limit must be at least 1 and offset at least 0, got {limit} and {offset}"
+            )
         with _database_errors():
             async with self.sessions() as session:
                 return await list_facts(
