@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from liz.testing.fake_twitter import FakeTwitter
-from liz.twitter.errors import TwitterTransientError
+from liz.twitter.errors import TwitterAuthError, TwitterTransientError
 from liz.twitter.models import HandledTweetRecord
 from liz.twitter.transport import Tweet
 
@@ -64,3 +64,19 @@ async def test_a_reply_x_refused_is_tried_again(world: World) -> None:
     assert [t.in_reply_to_id for t in x.posts] == [mention.id]
     [row] = await world.rows(HandledTweetRecord)
     assert (row.tweet_id, row.decision) == (str(mention.id), "replied")
+
+
+@pytest.mark.anyio
+async def test_revoked_credentials_stop_the_bot_without_giving_up_on_the_mention(
+    world: World,
+) -> None:
+    x = world.x
+    mention = x.tweet_as("bob", "@ada_bot hello?")
+    x.fail_next(TwitterAuthError("token revoked"), operations=("post",))
+    bot = world.bot(max_reply_attempts=1)
+    with pytest.raises(TwitterAuthError, match="token revoked"):
+        async with asyncio.timeout(30):
+            await bot.run()
+    assert await world.rows(HandledTweetRecord) == []
+    await world.start(world.bot(max_reply_attempts=1))  # credentials fixed, started again
+    assert [t.in_reply_to_id for t in x.posts] == [mention.id]

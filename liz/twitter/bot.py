@@ -15,11 +15,11 @@ import random
 from datetime import datetime, timedelta
 
 from liz.agent import BaseAgent
-from liz.errors import LizError, LLMNotConfigured, UsageError
+from liz.errors import LizError, UsageError
 from liz.pipeline import AgentFramework
 from liz.twitter.clock import Clock, SystemClock
 from liz.twitter.context import BotContext
-from liz.twitter.errors import TwitterAuthError
+from liz.twitter.errors import FATAL_ERRORS
 from liz.twitter.leader import LeaderLock, leader_lock_for
 from liz.twitter.posting import first_post_time, write_and_post
 from liz.twitter.replying import ReplyCycle
@@ -28,9 +28,6 @@ from liz.twitter.settings import TwitterSettings
 from liz.twitter.transport import TwitterTransport, TwitterUser
 
 logger = logging.getLogger(__name__)
-
-# Failures no waiting will cure: the loops stop and ``run`` raises them.
-FATAL_ERRORS = (TwitterAuthError, LLMNotConfigured, UsageError)
 
 
 class LeadershipLost(Exception):

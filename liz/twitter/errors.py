@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from liz.errors import LizError
+from liz.errors import LizError, LLMNotConfigured, UsageError
 
 
 class TwitterError(LizError):
@@ -49,3 +49,7 @@ class TwitterTransientError(TwitterError):
     """A network failure or a server error on X's side; worth retrying later."""
 
     status = 503
+
+
+# Failures no waiting will cure: the loops stop and ``TwitterBot.run`` raises them.
+FATAL_ERRORS = (TwitterAuthError, LLMNotConfigured, UsageError)

@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field
 from liz.errors import LizError, LLMError
 from liz.twitter.context import BotContext
 from liz.twitter.errors import (
+    FATAL_ERRORS,
     TwitterError,
     TwitterNotFound,
     TwitterRateLimited,
@@ -110,7 +111,8 @@ class ReplyCycle:
         try:
             await self._handle(tweet, stream)
         except Exception as exc:
-            if _is_passing(exc):
+            # Neither a fatal error nor a passing one says anything about this tweet.
+            if isinstance(exc, FATAL_ERRORS) or _is_passing(exc):
                 raise
             self._attempts[tweet.id] += 1
             if isinstance(exc, TwitterNotFound) or (
