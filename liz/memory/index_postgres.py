@@ -99,7 +99,6 @@ class PostgresFactIndex:
     ) -> list[Candidate]:
         dimension = query.size
         await self._check(session, scope, model, dimension)
-        await self.prepare_dimension(dimension)
         await self._tune(session)
         where = (
             'WHERE "agentId" = :agent AND "userId" = :user AND "retiredAt" IS NULL '

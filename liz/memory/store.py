@@ -156,6 +156,9 @@ class MemoryStore:
         await self.check()
         (vector,) = await self.embed([query])
         with _database_errors():
+            # Outside the session: a PostgreSQL index build takes a second pooled connection,
+            # and searches all holding one while waiting for another would drain the pool.
+            await self.index.prepare_dimension(int(vector.size))
             async with self.sessions() as session:
                 return await hybrid_search(
                     session,
