@@ -103,3 +103,15 @@ async def test_update_with_empty_text_is_refused(
     updated = await store.update(tea, "User likes mint tea", AGENT, USER)
     assert updated.status is ItemStatus.APPLIED
     assert [f.text for f in await store.search("mint", AGENT, USER)] == ["User likes mint tea"]
+
+
+async def test_a_fact_deleted_and_added_again_in_one_batch_stays_known(
+    store: MemoryStore, scripted: ScriptedOpenAI
+) -> None:
+    (tea,) = await seed(store, scripted, fact("User likes tea"))
+    deleted, added = await store.apply(
+        [{"op": "delete", "id": tea}, {"op": "add", "text": "User likes tea"}], AGENT, USER
+    )
+    assert (deleted.status, added.status) == (ItemStatus.APPLIED, ItemStatus.APPLIED)
+    assert added.fact_id != tea
+    assert [f.id for f in await store.list(AGENT, USER)] == [added.fact_id]

@@ -79,6 +79,8 @@ async def apply_batch(
         targets = await records_by_id(session, scope, ids)
         texts = [(op.text or "").strip() for _, op in accepted if op.op != "delete"]
         stored = await active_by_hash(session, scope, [fact_hash(t) for t in texts])
+    # A fact this batch retires is no duplicate of an item that says it again.
+    deleting = {op.id for _, op in accepted if op.op == "delete"}
     changes: list[tuple[int, Change]] = []
     for index, op in accepted:
         record = targets.get(op.id or "")
@@ -88,7 +90,7 @@ async def apply_batch(
             continue
         text = (op.text or "").strip() if op.op != "delete" else (record.text if record else "")
         duplicate = stored.get(fact_hash(text)) if op.op != "delete" else None
-        if duplicate is not None:
+        if duplicate is not None and duplicate.id not in deleting:
             same = "already says this" if duplicate.id != op.id else "already has this text"
             results[index] = ItemResult(
                 index,
