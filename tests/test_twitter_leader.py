@@ -8,11 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from liz.bootstrap import build_framework
 from liz.config import Settings
 from liz.db.engine import create_engine, make_sessionmaker
+from liz.errors import StorageError
 from liz.runtime import Runtime
-from liz.twitter.leader import FileLeaderLock, leader_lock_for
-from tests.test_twitter_bot import World
+from liz.twitter.bot import TwitterBot
+from liz.twitter.leader import FileLeaderLock, PostgresLeaderLock, leader_lock_for
+from tests.test_twitter_bot import World, bot_settings
 
 # The fixture, shared with the single-bot tests (a re-export, so pytest finds it here).
 from tests.test_twitter_bot import world as world
@@ -91,3 +94,35 @@ async def test_lock_is_exclusive_and_free_again_after_release(
         if engine_one.dialect.name == "sqlite":
             assert isinstance(first, FileLeaderLock)
             assert first.path.parent == Path(str(engine_one.url.database)).parent
+
+
+@pytest.mark.anyio
+async def test_standby_waits_out_an_unusable_lock_then_leads(world: World, tmp_path: Path) -> None:
+    lock_dir = tmp_path / "created-later"
+    mention = world.x.tweet_as("bob", "@ada_bot anyone?")
+    bot = TwitterBot(
+        world.agent,
+        build_framework(world.runtime),
+        world.x,
+        bot_settings(),
+        clock=world.clock,
+        leader=FileLeaderLock(lock_dir / "ada.lock"),
+    )
+    world.bots.append(bot)
+    await world.start(bot, sleepers=1)  # trying the lock again later, not dead
+    assert (bot.running, bot.is_leader, world.x.posts) == (True, False, [])
+    lock_dir.mkdir()
+    await world.clock.advance(seconds=30)
+    await world.clock.wait_for_sleepers(2)
+    assert bot.is_leader
+    assert [t.in_reply_to_id for t in world.x.posts] == [mention.id]
+
+
+@pytest.mark.anyio
+async def test_unreachable_postgres_lock_is_a_storage_error() -> None:
+    engine = create_engine("postgresql://postgres@127.0.0.1:1/liz")
+    try:
+        with pytest.raises(StorageError, match="cannot reach PostgreSQL"):
+            await PostgresLeaderLock(engine, "ada").try_acquire()
+    finally:
+        await engine.dispose()

@@ -127,13 +127,22 @@ class TwitterBot:
 
     async def _wait_for_leadership(self) -> None:
         announced = False
-        while not await self.leader.try_acquire():
-            if not announced:
-                logger.info(
-                    "agent %s: another process runs its Twitter loops; standing by",
-                    self.agent.agent_id,
+        while True:
+            try:
+                if await self.leader.try_acquire():
+                    break
+            except LizError as exc:
+                # The database may come back; a standby that died here never would.
+                logger.warning(
+                    "agent %s: cannot take the leader lock: %s", self.agent.agent_id, exc.message
                 )
-                announced = True
+            else:
+                if not announced:
+                    logger.info(
+                        "agent %s: another process runs its Twitter loops; standing by",
+                        self.agent.agent_id,
+                    )
+                    announced = True
             await self.clock.sleep(self.settings.leader_retry_seconds)
         logger.info("agent %s: running the Twitter loops", self.agent.agent_id)
 

@@ -20,6 +20,8 @@ from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from liz.errors import StorageError
+
 logger = logging.getLogger(__name__)
 
 # The first of the two int4 advisory-lock keys: "LIZT". The two-key space never
@@ -31,7 +33,10 @@ class LeaderLock(Protocol):
     """A lock that at most one bot process holds at a time."""
 
     async def try_acquire(self) -> bool:
-        """Take the lock if it is free; True when this process holds it (again)."""
+        """Take the lock if it is free; True when this process holds it (again).
+
+        Raises :class:`liz.errors.StorageError` when the database (or lock file) is unreachable.
+        """
         ...
 
     async def still_held(self) -> bool:
@@ -59,16 +64,21 @@ class PostgresLeaderLock:
     async def try_acquire(self) -> bool:
         if self._connection is not None:
             return await self.still_held()
-        connection = await self.engine.connect()
-        # Autocommit: the lock belongs to the session, and no transaction stays open for hours.
-        await connection.execution_options(isolation_level="AUTOCOMMIT")
         try:
+            connection = await self.engine.connect()
+        except (SQLAlchemyError, OSError) as exc:
+            raise _unreachable(exc) from exc
+        try:
+            # Autocommit: the lock belongs to the session, and no transaction stays open for hours.
+            await connection.execution_options(isolation_level="AUTOCOMMIT")
             acquired = await connection.scalar(
                 text("SELECT pg_try_advisory_lock(:space, :key)"),
                 {"space": _LOCK_SPACE, "key": self.key},
             )
-        except BaseException:
+        except BaseException as exc:
             await connection.close()
+            if isinstance(exc, SQLAlchemyError | OSError):
+                raise _unreachable(exc) from exc
             raise
         if not acquired:
             await connection.close()
@@ -81,7 +91,7 @@ class PostgresLeaderLock:
             return False
         try:
             await self._connection.scalar(text("SELECT 1"))
-        except SQLAlchemyError as exc:
+        except (SQLAlchemyError, OSError) as exc:
             logger.warning("lost the leader lock's database connection: %s", exc)
             await self._drop()
             return False
@@ -115,7 +125,13 @@ class FileLeaderLock:
 
         if self._fd is not None:
             return True
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise StorageError(
+                f"cannot open the Twitter leader lock file {self.path}: {exc.strerror} "
+                "(the directory of the SQLite database must exist and be writable)"
+            ) from exc
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -138,6 +154,10 @@ class FileLeaderLock:
                 fcntl.flock(fd, fcntl.LOCK_UN)
             finally:
                 os.close(fd)
+
+
+def _unreachable(exc: BaseException) -> StorageError:
+    return StorageError(f"cannot reach PostgreSQL for the Twitter leader lock: {exc}")
 
 
 def leader_lock_for(engine: AsyncEngine, agent_id: str) -> LeaderLock:
