@@ -33,7 +33,7 @@ from liz.memory.search import hybrid_search
 from liz.memory.settings import MemorySettings
 from liz.memory.types import Fact, FactEvent, FactOperation, HistoryEntry, ItemResult, ItemStatus
 from liz.memory.vectors import Vector, as_unit_vector
-from liz.memory.writer import FactWriter
+from liz.memory.writer import reconcile_and_write
 from liz.memory.writes import PlanConflict, WriteContext
 from liz.runtime import Clock, utc_now
 from liz.templates import PromptTemplates
@@ -69,7 +69,6 @@ class MemoryStore:
             if self.dialect == "postgresql"
             else SqliteFactIndex(self.settings.cache_scopes)
         )
-        self._writer = FactWriter(self)
         self._scope_locks: weakref.WeakValueDictionary[Scope, asyncio.Lock] = (
             weakref.WeakValueDictionary()
         )
@@ -131,7 +130,7 @@ class MemoryStore:
             for attempt in range(1, ATTEMPTS + 1):
                 try:
                     with _database_errors():
-                        return await self._writer.reconcile(scope, extracted, source_memory_id)
+                        return await reconcile_and_write(self, scope, extracted, source_memory_id)
                 except PlanConflict as exc:
                     logger.info("facts changed meanwhile (%s); planning again (%d)", exc, attempt)
         raise StorageError(
