@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from sqlalchemy import text
 
 from liz.testing.fake_twitter import FakeTwitter
 from liz.twitter.errors import TwitterAuthError, TwitterTransientError
@@ -80,3 +81,15 @@ async def test_revoked_credentials_stop_the_bot_without_giving_up_on_the_mention
     assert await world.rows(HandledTweetRecord) == []
     await world.start(world.bot(max_reply_attempts=1))  # credentials fixed, started again
     assert [t.in_reply_to_id for t in x.posts] == [mention.id]
+
+
+@pytest.mark.anyio
+async def test_database_trouble_at_start_is_waited_out(world: World) -> None:
+    async with world.sessions() as session, session.begin():
+        await session.execute(text('ALTER TABLE "Tweet" RENAME TO "TweetAway"'))
+    bot = await world.start(world.bot(post_immediately=True))
+    assert (bot.running, world.x.posts) == (True, [])  # no post schedule yet, but alive
+    async with world.sessions() as session, session.begin():
+        await session.execute(text('ALTER TABLE "TweetAway" RENAME TO "Tweet"'))
+    await world.clock.advance(minutes=2)
+    assert [t.text for t in world.x.posts] == ["Post number 1 about tea."]

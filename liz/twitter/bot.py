@@ -12,7 +12,9 @@ import asyncio
 import contextlib
 import logging
 import random
+from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
+from typing import TypeVar
 
 from liz.agent import BaseAgent
 from liz.errors import LizError, UsageError
@@ -28,6 +30,7 @@ from liz.twitter.settings import TwitterSettings
 from liz.twitter.transport import TwitterTransport, TwitterUser
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class LeadershipLost(Exception):
@@ -147,16 +150,8 @@ class TwitterBot:
         logger.info("agent %s: running the Twitter loops", self.agent.agent_id)
 
     async def _lead(self) -> None:
-        backoff = self._backoff()
-        while self.account is None:
-            try:
-                self.account = await self.transport.me()
-            except FATAL_ERRORS:
-                raise
-            except LizError as exc:
-                delay = delay_after(exc, self.clock.now(), backoff)
-                logger.warning("cannot reach X (%s); retrying in %.0f s", exc.message, delay)
-                await self.clock.sleep(delay)
+        if self.account is None:
+            self.account = await self._retrying("asking X for the account", self.transport.me)
         ctx = BotContext(
             agent=self.agent,
             framework=self.framework,
@@ -185,7 +180,9 @@ class TwitterBot:
 
     async def _post_loop(self, ctx: BotContext) -> None:
         backoff = self._backoff()
-        self.next_post_at = await first_post_time(ctx, self.rng)
+        self.next_post_at = await self._retrying(
+            "reading the last post's time", lambda: first_post_time(ctx, self.rng)
+        )
         while True:
             wait = (self.next_post_at - self.clock.now()).total_seconds()
             if wait > 0:
@@ -197,8 +194,8 @@ class TwitterBot:
                 raise
             except Exception as exc:
                 delay = delay_after(exc, self.clock.now(), backoff)
-                _log_failure("post", exc, delay)
-                self.next_post_at = self.clock.now() + _seconds(delay)
+                _log_failure("post cycle", exc, delay)
+                self.next_post_at = self.clock.now() + timedelta(seconds=delay)
                 continue
             backoff.reset()
             self.next_post_at = self.clock.now() + self.settings.post_interval(self.rng)
@@ -214,11 +211,24 @@ class TwitterBot:
                 raise
             except Exception as exc:
                 delay = delay_after(exc, self.clock.now(), backoff)
-                _log_failure("reply", exc, delay)
+                _log_failure("reply cycle", exc, delay)
             else:
                 backoff.reset()
                 delay = self.settings.polling_interval * 60
             await self.clock.sleep(delay)
+
+    async def _retrying(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
+        """``await call()`` until it succeeds: fatal errors are raised, others waited out."""
+        backoff = self._backoff()
+        while True:
+            try:
+                return await call()
+            except FATAL_ERRORS:
+                raise
+            except Exception as exc:
+                delay = delay_after(exc, self.clock.now(), backoff)
+                _log_failure(what, exc, delay)
+                await self.clock.sleep(delay)
 
     def _backoff(self) -> Backoff:
         return Backoff(
@@ -228,14 +238,10 @@ class TwitterBot:
         )
 
 
-def _seconds(delay: float) -> timedelta:
-    return timedelta(seconds=delay)
-
-
-def _log_failure(loop: str, exc: Exception, delay: float) -> None:
+def _log_failure(what: str, exc: Exception, delay: float) -> None:
     # The loop is an outermost edge: unexpected errors are logged with their
     # traceback once, expected ones as a line.
     if isinstance(exc, LizError):
-        logger.warning("%s cycle failed: %s; next try in %.0f s", loop, exc.message, delay)
+        logger.warning("%s failed: %s; next try in %.0f s", what, exc.message, delay)
     else:
-        logger.exception("%s cycle failed unexpectedly; next try in %.0f s", loop, delay)
+        logger.exception("%s failed unexpectedly; next try in %.0f s", what, delay)
