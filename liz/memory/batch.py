@@ -108,7 +108,6 @@ async def apply_batch(
                     _EVENTS[op.op],
                     text,
                     fact_id=op.id,
-                    old_text=record.text if record else None,
                     subject=record.subject if record else (op.subject or "user"),
                     categories=categories or (DEFAULT_CATEGORIES if op.op == "add" else ()),
                     reason=op.reason or f"{op.op} requested by {actor}",

@@ -40,7 +40,6 @@ class Change:
     event: Event
     text: str
     fact_id: str | None = None
-    old_text: str | None = None
     subject: str = "user"
     categories: tuple[str, ...] = ()
     reason: str = ""
@@ -58,7 +57,7 @@ def add_all(new_facts: Sequence[NewFact], reason: str) -> list[Change]:
 
 
 def resolve_plan(
-    plan: ReconcilePlan, new_facts: Sequence[NewFact], shown: ShortIds[Fact]
+    plan: ReconcilePlan, new_facts: Sequence[NewFact], shown: ShortIds
 ) -> list[Change]:
     """The changes the plan asks for, after every safety rule; see the module docstring."""
     for decision in plan.decisions:
@@ -76,7 +75,7 @@ def resolve_plan(
 
 
 def _resolve_one(
-    new: NewFact, decisions: Sequence[FactDecision], shown: ShortIds[Fact], claimed: set[str]
+    new: NewFact, decisions: Sequence[FactDecision], shown: ShortIds, claimed: set[str]
 ) -> list[Change]:
     retired: list[tuple[Fact, FactDecision]] = []
     updated: tuple[Fact, FactDecision] | None = None
@@ -120,7 +119,6 @@ def _resolve_one(
             Event.DELETE,
             target.text,
             fact_id=target.id,
-            old_text=target.text,
             subject=target.subject,
             reason=decision.reason or "contradicted by a new fact",
             expected_updated_at=target.updated_at,
@@ -134,7 +132,6 @@ def _resolve_one(
                 Event.UPDATE,
                 (decision.text or new.text).strip(),
                 fact_id=target.id,
-                old_text=target.text,
                 subject=target.subject,
                 categories=tuple(decision.categories or new.categories),
                 reason=decision.reason,

@@ -22,10 +22,6 @@ def as_unit_vector(values: Sequence[float] | Vector) -> Vector:
     return vector / norm if norm > 0 else vector
 
 
-def to_blob(vector: Vector) -> bytes:
-    return np.ascontiguousarray(vector, dtype="<f4").tobytes()
-
-
 def from_stored(value: Any) -> Vector:
     """Read a stored embedding: bytes on SQLite, a numpy array (pgvector) on PostgreSQL."""
     if isinstance(value, bytes | bytearray | memoryview):
@@ -40,4 +36,6 @@ def rounded(similarity: float) -> float:
 
 def for_storage(vector: Vector, dialect: str) -> Any:
     """What the ``embedding`` column takes: bytes on SQLite, the array for pgvector."""
-    return to_blob(vector) if dialect == "sqlite" else vector
+    if dialect == "sqlite":
+        return np.ascontiguousarray(vector, dtype="<f4").tobytes()
+    return vector
