@@ -89,3 +89,10 @@ def test_custom_limit_is_respected() -> None:
 def test_limit_too_small_is_refused_with_a_fix() -> None:
     with pytest.raises(UsageError, match="at least 30"):
         split_into_tweets("hello", max_length=10)
+
+
+def test_a_letter_under_hundreds_of_combining_marks_still_fits() -> None:
+    text = "a" + "\u0301" * 400 + " end"
+    tweets = split_into_tweets(text)
+    assert all(0 < tweet_length(t) <= 280 for t in tweets)
+    assert "".join(tweets).replace(" ", "") == text.replace(" ", "")

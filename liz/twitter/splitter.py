@@ -133,24 +133,31 @@ def _cut_word(word: str, max_length: int) -> list[str]:
 
 
 def _longest_fitting_prefix(word: str, max_length: int) -> int:
-    safe = _safe_cut_points(word)
+    cut = _longest_prefix_at(word, _safe_cut_points(word), max_length)
+    if cut is None:
+        # No safe point fits (a letter under hundreds of combining marks): a tweet
+        # X accepts beats a mark kept with its letter.
+        cut = _longest_prefix_at(word, list(range(1, len(word))), max_length)
+    return cut or 1
+
+
+def _longest_prefix_at(word: str, points: list[int], max_length: int) -> int | None:
+    """The largest of ``points`` where the prefix of ``word`` fits, or None if none does."""
     # Weight grows with the prefix (a URL caps at 23, never shrinks it back), so
-    # binary search over the safe cut points finds the longest prefix that fits.
-    low, high = 0, len(safe) - 1
-    best = safe[0]
+    # binary search over the points finds the longest prefix that fits.
+    low, high = 0, len(points) - 1
+    best = -1
     while low <= high:
         middle = (low + high) // 2
-        if tweet_length(word[: safe[middle]]) <= max_length:
-            best = safe[middle]
+        if tweet_length(word[: points[middle]]) <= max_length:
+            best = middle
             low = middle + 1
         else:
             high = middle - 1
     # A URL prefix can stop matching as a URL when it grows; step back until it fits.
-    position = safe.index(best)
-    while position > 0 and tweet_length(word[:best]) > max_length:
-        position -= 1
-        best = safe[position]
-    return best
+    while best >= 0 and tweet_length(word[: points[best]]) > max_length:
+        best -= 1
+    return points[best] if best >= 0 else None
 
 
 def _safe_cut_points(word: str) -> list[int]:
