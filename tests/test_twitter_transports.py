@@ -4,11 +4,22 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
 import requests
 import tweepy
 
 from liz.twitter.api_transport import translate_tweepy_error
-from liz.twitter.errors import TwitterRateLimited
+from liz.twitter.errors import (
+    TwitterAuthError,
+    TwitterError,
+    TwitterNotFound,
+    TwitterRateLimited,
+    TwitterRejected,
+    TwitterTransientError,
+)
+from liz.twitter.twikit_transport import translate_twikit_error
+
+NO_TWIKIT = "twikit is not installed: pip install 'liz[twikit]'"
 
 
 def http_response(status: int, headers: dict[str, str]) -> requests.Response:
@@ -34,3 +45,34 @@ def test_tweepy_rate_limit_without_a_reset_header_has_none() -> None:
     error = translate_tweepy_error(tweepy.TooManyRequests(http_response(429, {})), "like")
     assert isinstance(error, TwitterRateLimited)
     assert error.reset_at is None
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("TweetNotAvailable", TwitterNotFound),
+        ("UserNotFound", TwitterNotFound),
+        ("UserUnavailable", TwitterNotFound),
+        ("NotFound", TwitterNotFound),
+        ("DuplicateTweet", TwitterRejected),
+        ("CouldNotTweet", TwitterRejected),
+        ("Forbidden", TwitterRejected),
+        ("RequestTimeout", TwitterTransientError),
+        ("ServerError", TwitterTransientError),
+        ("AccountLocked", TwitterAuthError),
+    ],
+)
+def test_twikit_errors_are_typed_by_what_the_bot_should_do(
+    name: str, expected: type[TwitterError]
+) -> None:
+    twikit = pytest.importorskip("twikit", reason=NO_TWIKIT)
+    exc = getattr(twikit.errors, name)("from X")
+    assert type(translate_twikit_error(exc, "get_tweet_by_id")) is expected
+
+
+def test_twikit_rate_limit_carries_the_reset() -> None:
+    twikit = pytest.importorskip("twikit", reason=NO_TWIKIT)
+    exc = twikit.errors.TooManyRequests("slow down", headers={"x-rate-limit-reset": "1767269700"})
+    error = translate_twikit_error(exc, "search_tweet")
+    assert isinstance(error, TwitterRateLimited)
+    assert error.reset_at == datetime(2026, 1, 1, 12, 15, tzinfo=UTC)

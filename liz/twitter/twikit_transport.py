@@ -10,7 +10,6 @@ your account; prefer the official API where you can.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 from collections.abc import Awaitable
@@ -55,20 +54,28 @@ def translate_twikit_error(exc: BaseException, operation: str) -> TwitterError:
         reset = getattr(exc, "rate_limit_reset", None)
         reset_at = datetime.fromtimestamp(int(reset), UTC) if reset else None
         return TwitterRateLimited(detail, reset_at=reset_at)
-    auth_errors = tuple(
-        getattr(errors, name)
-        for name in ("Unauthorized", "AccountSuspended", "AccountLocked")
-        if hasattr(errors, name)
-    )
-    if isinstance(exc, auth_errors):
+    if isinstance(exc, _named(errors, "Unauthorized", "AccountSuspended", "AccountLocked")):
         return TwitterAuthError(f"{detail} (log in again: delete TWITTER_COOKIES_FILE)")
-    if isinstance(exc, errors.NotFound):
+    # twikit raises its own types for a deleted tweet or user, beside the HTTP 404 one.
+    gone = _named(errors, "NotFound", "TweetNotAvailable", "UserNotFound", "UserUnavailable")
+    if isinstance(exc, gone):
         return TwitterNotFound(detail)
-    if isinstance(exc, errors.BadRequest | errors.Forbidden):
+    # CouldNotTweet covers DuplicateTweet.
+    if isinstance(exc, _named(errors, "BadRequest", "Forbidden", "CouldNotTweet", "InvalidMedia")):
         return TwitterRejected(detail)
-    if isinstance(exc, errors.ServerError | httpx.TransportError | asyncio.TimeoutError):
+    transient = (
+        *_named(errors, "ServerError", "RequestTimeout"),
+        httpx.TransportError,
+        TimeoutError,
+    )
+    if isinstance(exc, transient):
         return TwitterTransientError(detail)
     return TwitterError(detail)
+
+
+def _named(module: Any, *names: str) -> tuple[type[BaseException], ...]:
+    """The exception classes of ``module`` with these names (older twikit lacks some)."""
+    return tuple(getattr(module, name) for name in names if hasattr(module, name))
 
 
 class TwikitTransport:
