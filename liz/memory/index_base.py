@@ -1,15 +1,10 @@
-"""What both vector/keyword indexes share: knowing which scopes changed since last look.
-
-Every change to a fact writes a ``FactHistory`` row, so the highest history id
-is a cheap, cross-process revision number; scopes with newer rows are stale.
-"""
+"""What both vector/keyword indexes share: the protocol, model checks, tie-breaking."""
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, Protocol, TypeVar
+from typing import Protocol
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -21,7 +16,6 @@ Scope = tuple[str, str]  # (agent id, user id)
 # (fact id, similarity, text hash): the hash breaks ties the same way on every database,
 # where ids (random uuids) would not.
 Candidate = tuple[str, float, str]
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -83,58 +77,6 @@ class FactIndex(Protocol):
     def absorb(self, scope: Scope, log: ChangeLog) -> None:
         """Take in a write this process committed, instead of reloading the scope."""
         ...
-
-
-class ScopeCache(Generic[T]):
-    """Per-scope values, dropped when the scope's facts change (in any process)."""
-
-    def __init__(self, max_scopes: int) -> None:
-        # Each value with the history mark it was loaded at.
-        self._values: OrderedDict[Scope, tuple[T, int]] = OrderedDict()
-        self._max_scopes = max_scopes
-        self._history_mark: int | None = None
-        self._own: set[int] = set()  # history rows of writes this process already took in
-
-    async def refresh(self, session: AsyncSession) -> None:
-        """Forget scopes changed since the last call by others (another process)."""
-        mark = (await session.execute(text('SELECT max(id) FROM "FactHistory"'))).scalar()
-        mark = int(mark or 0)
-        if self._history_mark is None or mark < self._history_mark:
-            self._values.clear()
-        elif mark > self._history_mark:
-            changed = await session.execute(
-                text('SELECT id, "agentId", "userId" FROM "FactHistory" WHERE id > :mark'),
-                {"mark": self._history_mark},
-            )
-            self.invalidate({(row[1], row[2]) for row in changed if row[0] not in self._own})
-        self._own = {own for own in self._own if own > mark}
-        self._history_mark = mark
-
-    def get(self, scope: Scope) -> T | None:
-        entry = self._values.get(scope)
-        if entry is None:
-            return None
-        self._values.move_to_end(scope)
-        return entry[0]
-
-    def put(self, scope: Scope, value: T, mark: int | None = None) -> None:
-        """Keep ``value``; ``mark`` is the history mark it reflects (default: the latest)."""
-        self._values[scope] = (value, (self._history_mark or 0) if mark is None else mark)
-        self._values.move_to_end(scope)
-        while len(self._values) > self._max_scopes:
-            self._values.popitem(last=False)
-
-    def taken_in(self, scope: Scope, log: ChangeLog) -> tuple[T, int] | None:
-        """Note the write as ours; return the scope's entry if it predates the write."""
-        self._own.update(log.history_ids)
-        entry = self._values.get(scope)
-        if entry is None or (log.history_ids and entry[1] >= max(log.history_ids)):
-            return None  # not cached, or loaded after the commit: it has the write already
-        return entry
-
-    def invalidate(self, scopes: Iterable[Scope]) -> None:
-        for scope in scopes:
-            self._values.pop(scope, None)
 
 
 ModelPair = tuple[str, int]  # (embedding model, dimension)

@@ -10,6 +10,7 @@ few ms). The cache is dropped for a scope whenever its facts change.
 from __future__ import annotations
 
 import hashlib
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -24,7 +25,6 @@ from liz.memory.index_base import (
     IndexedFact,
     ModelPair,
     Scope,
-    ScopeCache,
     check_models,
     deterministic_top,
     model_bounds,
@@ -39,6 +39,62 @@ class ScopeVectors:
     rows: dict[str, int]
     matrix: Vector  # one unit vector per row
     bounds: tuple[ModelPair, ...]  # see index_base.model_bounds
+
+
+class ScopeCache:
+    """Per-scope vectors, dropped when the scope's facts change (in any process).
+
+    Every change to a fact writes a ``FactHistory`` row, so the highest history id
+    is a cheap, cross-process revision number; scopes with newer rows are stale.
+    """
+
+    def __init__(self, max_scopes: int) -> None:
+        # Each value with the history mark it was loaded at.
+        self._values: OrderedDict[Scope, tuple[ScopeVectors, int]] = OrderedDict()
+        self._max_scopes = max_scopes
+        self._history_mark: int | None = None
+        self._own: set[int] = set()  # history rows of writes this process already took in
+
+    async def refresh(self, session: AsyncSession) -> None:
+        """Forget scopes changed since the last call by others (another process)."""
+        mark = (await session.execute(text('SELECT max(id) FROM "FactHistory"'))).scalar()
+        mark = int(mark or 0)
+        if self._history_mark is None or mark < self._history_mark:
+            self._values.clear()
+        elif mark > self._history_mark:
+            changed = await session.execute(
+                text('SELECT id, "agentId", "userId" FROM "FactHistory" WHERE id > :mark'),
+                {"mark": self._history_mark},
+            )
+            self.invalidate({(row[1], row[2]) for row in changed if row[0] not in self._own})
+        self._own = {own for own in self._own if own > mark}
+        self._history_mark = mark
+
+    def get(self, scope: Scope) -> ScopeVectors | None:
+        entry = self._values.get(scope)
+        if entry is None:
+            return None
+        self._values.move_to_end(scope)
+        return entry[0]
+
+    def put(self, scope: Scope, value: ScopeVectors, mark: int | None = None) -> None:
+        """Keep ``value``; ``mark`` is the history mark it reflects (default: the latest)."""
+        self._values[scope] = (value, (self._history_mark or 0) if mark is None else mark)
+        self._values.move_to_end(scope)
+        while len(self._values) > self._max_scopes:
+            self._values.popitem(last=False)
+
+    def taken_in(self, scope: Scope, log: ChangeLog) -> tuple[ScopeVectors, int] | None:
+        """Note the write as ours; return the scope's entry if it predates the write."""
+        self._own.update(log.history_ids)
+        entry = self._values.get(scope)
+        if entry is None or (log.history_ids and entry[1] >= max(log.history_ids)):
+            return None  # not cached, or loaded after the commit: it has the write already
+        return entry
+
+    def invalidate(self, scopes: Iterable[Scope]) -> None:
+        for scope in scopes:
+            self._values.pop(scope, None)
 
 
 def search_rowid(fact_id: str) -> int:
@@ -56,7 +112,7 @@ class SqliteFactIndex:
     """The :class:`~liz.memory.index_base.FactIndex` for SQLite."""
 
     def __init__(self, max_scopes: int = 64) -> None:
-        self._cache: ScopeCache[ScopeVectors] = ScopeCache(max_scopes)
+        self._cache = ScopeCache(max_scopes)
 
     async def _vectors(
         self, session: AsyncSession, scope: Scope, model: str, dimension: int
