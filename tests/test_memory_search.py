@@ -138,6 +138,8 @@ async def test_as_of_answers_with_the_text_known_at_that_time(
     assert [f.text for f in await store.as_of(first, AGENT, USER)] == [
         "User works as a junior nurse"
     ]
+    (junior,) = await store.as_of(first, AGENT, USER)
+    assert junior.updated_at < first  # the later promotion is not part of it
     assert [f.text for f in await store.as_of(clock.advance(), AGENT, USER)] == [
         "User works as a senior nurse"
     ]

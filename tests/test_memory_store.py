@@ -119,6 +119,8 @@ async def test_contradiction_retires_the_old_fact_and_adds_the_new_in_one_add(
     assert old.text == "User lives in Paris"  # retired, not erased
     assert [h.event for h in await store.history(paris, AGENT, USER)] == [Event.ADD, Event.DELETE]
     assert texts(await store.as_of(before, AGENT, USER)) == ["User lives in Paris"]
+    (then,) = await store.as_of(before, AGENT, USER)
+    assert then.active and then.invalid_from is None  # its retirement came later
 
 
 async def test_noop_writes_nothing(store: MemoryStore, scripted: ScriptedOpenAI) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 
 from sqlalchemy import ColumnElement, select
@@ -15,12 +16,12 @@ from liz.memory.schemas import Event
 from liz.memory.types import Fact, HistoryEntry
 
 
-def to_fact(record: FactRecord, *, text: str | None = None, score: float | None = None) -> Fact:
+def to_fact(record: FactRecord, *, score: float | None = None) -> Fact:
     return Fact(
         id=record.id,
         agent_id=record.agent_id,
         user_id=record.user_id,
-        text=record.text if text is None else text,
+        text=record.text,
         subject=record.subject,
         categories=tuple(json.loads(record.categories or "[]")),
         created_at=record.created_at,
@@ -121,7 +122,8 @@ async def fact_history(session: AsyncSession, scope: Scope, fact_id: str) -> lis
 
 async def facts_as_of(session: AsyncSession, scope: Scope, moment: datetime) -> list[Fact]:
     """What the system believed at ``moment``: facts learned by then and not yet retired,
-    each with the text it had then (replayed from the history)."""
+    each as it was then: its text and last change replayed from the history, and active
+    (a retirement after ``moment`` had not happened yet)."""
     records = await session.scalars(
         select(FactRecord)
         .where(
@@ -145,5 +147,17 @@ async def facts_as_of(session: AsyncSession, scope: Scope, moment: datetime) -> 
         )
         .order_by(FactHistoryRecord.id)
     )
-    text_then = {change.fact_id: change.new_text for change in changes}
-    return [to_fact(record, text=text_then.get(record.id)) for record in facts]
+    then = {change.fact_id: change for change in changes}  # the last change by then
+    return [_as_it_was(to_fact(record), then.get(record.id)) for record in facts]
+
+
+def _as_it_was(fact: Fact, change: FactHistoryRecord | None) -> Fact:
+    if change is None:  # no history row (written by hand): the stored text is all there is
+        return replace(fact, retired_at=None, invalid_from=None)
+    return replace(
+        fact,
+        text=change.new_text or fact.text,
+        updated_at=change.created_at,
+        retired_at=None,
+        invalid_from=None,
+    )
