@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import logging
 
-from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
-from liz.errors import LizError, UsageError
+from liz.errors import LLMError, StorageError, UsageError
 from liz.memory.store import MemoryStore
 from liz.pipeline import AgentRequest, AgentResponse, Middleware, Next
 from liz.types import InputSource
@@ -21,6 +21,8 @@ def extract_facts(attempts: int | None = None, wait_seconds: float = 2.0) -> Mid
     (LLM down, unusable answer, database busy) is retried ``attempts`` times
     (default ``LIZ_MEMORY_EXTRACT_ATTEMPTS``), waiting ``wait_seconds`` and then
     longer between tries, and finally logged; the request has succeeded anyway.
+    A failure another try cannot fix (facts embedded with another model) is
+    logged at once.
     """
     if attempts is not None and attempts < 1:
         raise UsageError(f"extract_facts(attempts={attempts}): attempts must be at least 1")
@@ -67,11 +69,14 @@ async def _learn(
     attempts: int,
     wait_seconds: float,
 ) -> None:
+    number = 0
     try:
         async for attempt in AsyncRetrying(
             stop=stop_after_attempt(attempts),
             wait=wait_exponential(multiplier=wait_seconds, max=max(wait_seconds * 16, 0.0)),
-            retry=retry_if_exception_type(LizError),
+            # The LLM and the database may recover; a model mismatch or bad input will not,
+            # and every try pays for an extraction call.
+            retry=retry_if_exception(lambda exc: isinstance(exc, LLMError | StorageError)),
             reraise=True,
         ):
             with attempt:
@@ -92,5 +97,5 @@ async def _learn(
             "sent and nothing was changed",
             agent_id,
             user_id,
-            attempts,
+            number,
         )

@@ -161,3 +161,23 @@ async def test_a_failed_recall_is_logged_and_the_agent_still_answers(
     assert res.reply is not None and res.reply.text == "Hello!"
     assert "liz memory reindex" in caplog.text
     assert "<USER_FACTS>" not in reply_prompts(scripted)[-1]
+
+
+async def test_an_extraction_no_retry_can_fix_is_tried_once(
+    runtime: Runtime,
+    store: MemoryStore,
+    scripted: ScriptedOpenAI,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    await seed(store, scripted, fact("User likes to drink green tea"))
+    async with scripted.llm_client(embedding_model="another-model") as other:
+        runtime.memory = MemoryStore(store.sessions, other, engine=store.engine)
+        scripted.respond_with(
+            lambda r: extraction(fact("User drinks green tea daily")) if r.schema_name else "Hi!"
+        )
+        with caplog.at_level(logging.ERROR, logger="middleware.extract_facts"):
+            await AgentFramework(runtime).use(*chain()).process(say("Tea daily!"), make_agent())
+            await runtime.background.drain()
+    assert "liz memory reindex" in caplog.text and "after 1 attempts" in caplog.text
+    assert sum(r.schema_name == "ExtractedFacts" for r in scripted.chat_requests) == 2  # seed + 1
+    assert [f.text for f in await store.list(AGENT, USER)] == ["User likes to drink green tea"]
