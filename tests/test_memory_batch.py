@@ -115,3 +115,11 @@ async def test_a_fact_deleted_and_added_again_in_one_batch_stays_known(
     assert (deleted.status, added.status) == (ItemStatus.APPLIED, ItemStatus.APPLIED)
     assert added.fact_id != tea
     assert [f.id for f in await store.list(AGENT, USER)] == [added.fact_id]
+
+
+async def test_a_text_too_long_for_one_fact_is_refused(store: MemoryStore) -> None:
+    (result,) = await store.apply(
+        [{"op": "add", "text": "User likes " + "tea " * 300}], AGENT, USER
+    )
+    assert result.status is ItemStatus.REFUSED and "at most 1000 characters" in result.reason
+    assert await store.list(AGENT, USER) == []

@@ -17,7 +17,7 @@ from liz.memory.index_base import ChangeLog, Scope
 from liz.memory.normalize import fact_hash
 from liz.memory.queries import active_by_hash, records_by_id
 from liz.memory.reconcile import Change
-from liz.memory.schemas import Event
+from liz.memory.schemas import MAX_FACT_CHARS, Event
 from liz.memory.types import FactOperation, ItemResult, ItemStatus
 from liz.memory.writes import apply_changes
 
@@ -48,6 +48,8 @@ def _problem(operation: FactOperation, repeated: set[str]) -> str | None:
         return f"id {operation.id!r} appears in more than one item; send one operation per fact"
     if operation.op != "delete" and not (operation.text or "").strip():
         return f"{operation.op} needs a non-empty text"
+    if operation.op != "delete" and len((operation.text or "").strip()) > MAX_FACT_CHARS:
+        return f"a fact is at most {MAX_FACT_CHARS} characters; split this text into facts"
     if operation.categories is not None:
         cleaned = [c.strip() for c in operation.categories if c.strip()]
         if not 2 <= len(cleaned) <= 5:

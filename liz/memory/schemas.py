@@ -11,7 +11,10 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
-FactText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=1000)]
+MAX_FACT_CHARS = 1000  # a fact is a sentence or two; longer text is not one fact
+FactText = Annotated[
+    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_FACT_CHARS)
+]
 Category = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=40)]
 Categories = Annotated[list[Category], Field(min_length=2, max_length=5)]
 
