@@ -214,3 +214,11 @@ async def test_writes_by_another_process_reach_the_next_search(
         USER,
     )
     assert [f.text for f in await store.search("tea", AGENT, USER)] == ["User likes green tea"]
+
+
+async def test_a_word_with_sharp_s_is_found_by_its_exact_spelling(
+    store: MemoryStore, scripted: ScriptedOpenAI
+) -> None:
+    await seed(store, scripted, fact("User lives on Hauptstraße 5"), fact("User likes tea"))
+    found = await store.search("Hauptstraße", AGENT, USER, threshold=0.99)  # keywords only
+    assert [f.text for f in found] == ["User lives on Hauptstraße 5"]

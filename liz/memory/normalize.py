@@ -48,9 +48,13 @@ def normalize_subject(subject: str) -> str:
 
 
 def keyword_terms(query: str, *, limit: int = 16) -> list[str]:
-    """Distinct lower-case words of a query, stop words dropped, in order of appearance."""
+    """Distinct lower-case words of a query, stop words dropped, in order of appearance.
+
+    Lower-cased, not case-folded: FTS5 and PostgreSQL's ``simple`` configuration
+    lower-case too, and folding "Straße" to "strasse" would miss the stored word.
+    """
     terms: list[str] = []
-    for word in _WORDS.findall(unicodedata.normalize("NFKC", query).casefold()):
+    for word in _WORDS.findall(unicodedata.normalize("NFKC", query).lower()):
         if word not in STOP_WORDS and word not in terms:
             terms.append(word)
         if len(terms) == limit:
