@@ -89,9 +89,11 @@ class MemoryStore:
         return lock
 
     async def embed(self, texts: Sequence[str]) -> list[Vector]:
+        """Unit-length embeddings of ``texts``, as stored and compared."""
         return [as_unit_vector(vector) for vector in await self.llm.embed(list(texts))]
 
     def write_context(self, scope: Scope, actor: str, source: str | None = None) -> WriteContext:
+        """Who writes to ``scope``, now, with the current embedding model."""
         return WriteContext(
             scope, self.clock(), actor, self.llm.embedding_model, self.dialect, source
         )
