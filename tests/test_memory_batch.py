@@ -9,9 +9,8 @@ from liz.memory.schemas import Event
 from liz.memory.store import MemoryStore
 from liz.memory.types import ItemStatus
 from liz.testing.openai_server import ScriptedOpenAI
-from tests.test_memory_support import AGENT, USER, fact, seed
+from tests.fixtures.memory import AGENT, USER, fact, seed
 
-pytest_plugins = ["tests.test_memory_support"]
 pytestmark = pytest.mark.anyio
 
 

@@ -12,7 +12,7 @@ from liz.db.engine import create_engine, make_sessionmaker
 from liz.memory.cli import memory_app
 from liz.memory.store import MemoryStore
 from liz.testing.openai_server import ScriptedOpenAI
-from tests.test_memory_support import AGENT, USER, extraction, fact, memory_settings
+from tests.fixtures.memory import AGENT, USER, extraction, fact, memory_settings
 
 runner = CliRunner()
 

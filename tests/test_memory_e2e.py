@@ -17,9 +17,8 @@ from liz.routes import conversation
 from liz.runtime import Runtime
 from liz.testing.openai_server import RecordedRequest, ScriptedOpenAI
 from liz.types import Character
-from tests.test_memory_support import AGENT, USER, decision, extraction, fact, plan
+from tests.fixtures.memory import AGENT, USER, decision, extraction, fact, plan
 
-pytest_plugins = ["tests.test_memory_support"]
 pytestmark = pytest.mark.anyio
 FILLER_TURNS = 55  # 110 messages: the first exchange is out of load_memories' 100
 

@@ -15,9 +15,8 @@ from liz.llm import LLMClient
 from liz.memory.store import MemoryStore
 from liz.runtime import Runtime
 from liz.testing.openai_server import ScriptedOpenAI
-from tests.test_memory_support import AGENT, USER, fact, seed
+from tests.fixtures.memory import AGENT, USER, fact, seed
 
-pytest_plugins = ["tests.test_memory_support"]
 pytestmark = pytest.mark.anyio
 FACTS = f"/agents/{AGENT}/users/{USER}/facts"
 

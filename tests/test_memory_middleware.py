@@ -19,9 +19,8 @@ from liz.types import Character, InputObject
 from middleware import extract_facts, load_memories, recall_facts, validate_input, wrap_context
 from middleware.create_memory import create_memory
 from middleware.router import router
-from tests.test_memory_support import AGENT, USER, extraction, fact, seed
+from tests.fixtures.memory import AGENT, USER, extraction, fact, seed
 
-pytest_plugins = ["tests.test_memory_support"]
 pytestmark = pytest.mark.anyio
 
 

@@ -10,7 +10,7 @@ from liz.db.migrate import upgrade_async
 from liz.errors import StorageError
 from liz.memory.store import MemoryStore
 from liz.testing.openai_server import ScriptedOpenAI
-from tests.test_memory_support import AGENT, USER, memory_settings
+from tests.fixtures.memory import AGENT, USER, memory_settings
 
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres]
 

@@ -19,7 +19,7 @@ from liz.memory.store import MemoryStore
 from liz.memory.types import ItemStatus
 from liz.testing.openai_server import ScriptedOpenAI
 from tests.fixtures.db import _fresh_postgres
-from tests.test_memory_support import (
+from tests.fixtures.memory import (
     AGENT,
     USER,
     ManualClock,
@@ -31,7 +31,6 @@ from tests.test_memory_support import (
     seed,
 )
 
-pytest_plugins = ["tests.test_memory_support"]
 pytestmark = pytest.mark.anyio
 
 

@@ -14,7 +14,7 @@ from liz.llm import LLMClient, LLMOutputError
 from liz.memory.schemas import Event
 from liz.memory.store import MemoryStore
 from liz.testing.openai_server import ScriptedOpenAI
-from tests.test_memory_support import (
+from tests.fixtures.memory import (
     AGENT,
     USER,
     ManualClock,
@@ -24,8 +24,6 @@ from tests.test_memory_support import (
     plan,
     seed,
 )
-
-pytest_plugins = ["tests.test_memory_support"]
 
 pytestmark = pytest.mark.anyio
 
