@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import random
 from collections.abc import Awaitable, Callable
@@ -93,9 +92,16 @@ class TwitterBot:
         if task is None:
             return
         task.cancel()
-        # A fatal error was already logged and kept in ``self.failure``.
-        with contextlib.suppress(asyncio.CancelledError, *FATAL_ERRORS):
+        try:
             await task
+        except asyncio.CancelledError:
+            # The loops' own cancellation is the point; a cancellation of the
+            # caller of stop() must go on, not end here.
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise
+        except FATAL_ERRORS:
+            pass  # already logged and kept in ``self.failure``
 
     async def run(self) -> None:
         """Run until cancelled; raises the fatal error (bad credentials, no LLM) that stopped it."""
