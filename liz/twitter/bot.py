@@ -60,7 +60,6 @@ class TwitterBot:
         self.settings = settings
         self.clock = clock or SystemClock()
         self.rng = rng or random.Random()
-        self.dry_run = settings.dry_run
         self.leader = leader or self._default_leader()
         self.account: TwitterUser | None = None
         self.is_leader = False
@@ -165,7 +164,6 @@ class TwitterBot:
             settings=self.settings,
             clock=self.clock,
             account=self.account,
-            dry_run=self.dry_run,
         )
         tasks = [
             asyncio.create_task(self._post_loop(ctx), name="twitter-posts"),

@@ -30,7 +30,10 @@ class BotContext:
     settings: TwitterSettings
     clock: Clock
     account: TwitterUser
-    dry_run: bool
+
+    @property
+    def dry_run(self) -> bool:
+        return self.settings.dry_run
 
     @property
     def sessions(self) -> async_sessionmaker[AsyncSession]:
