@@ -17,6 +17,7 @@ import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -80,11 +81,9 @@ class ReplyCycle:
         transport = self.ctx.transport
         await self._run_stream(MENTIONS_STREAM, transport.mentions)
         for username in self.ctx.settings.target_users:
-
-            async def fetch(since: int | None, username: str = username) -> list[Tweet]:
-                return await transport.user_tweets(username, since)
-
-            await self._run_stream(target_stream(username), fetch)
+            await self._run_stream(
+                target_stream(username), partial(transport.user_tweets, username)
+            )
 
     async def _run_stream(self, stream: str, fetch: Fetch) -> None:
         ctx = self.ctx
