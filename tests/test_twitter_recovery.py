@@ -129,3 +129,13 @@ async def test_cancelling_the_caller_of_stop_is_not_swallowed(world: World) -> N
     with pytest.raises(asyncio.CancelledError):
         await stopper
     assert not bot.running
+
+
+@pytest.mark.anyio
+async def test_an_unknown_target_user_does_not_keep_the_others_unanswered(world: World) -> None:
+    x = world.x
+    x.user("carol")
+    await world.start(world.bot(target_users=["no_such_user", "carol"]))
+    fresh = x.tweet_as("carol", "Is matcha worth it?")
+    await world.clock.advance(minutes=5)
+    assert [t.in_reply_to_id for t in x.posts] == [fresh.id]

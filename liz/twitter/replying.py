@@ -29,6 +29,7 @@ from liz.twitter.errors import (
     TwitterError,
     TwitterNotFound,
     TwitterRateLimited,
+    TwitterRejected,
     TwitterTransientError,
 )
 from liz.twitter.splitter import split_into_tweets
@@ -89,7 +90,15 @@ class ReplyCycle:
         ctx = self.ctx
         async with ctx.sessions() as session:
             cursor = await since_id(session, account_id=ctx.account.id, stream=stream)
-        tweets = sorted(await fetch(cursor), key=lambda t: t.id)
+        try:
+            fetched = await fetch(cursor)
+        except (TwitterNotFound, TwitterRejected) as exc:
+            if stream == MENTIONS_STREAM:
+                raise
+            # One unreadable target user (renamed, protected) must not keep the others unread.
+            logger.warning("cannot read %s: %s; check TWITTER_TARGET_USERS", stream, exc.message)
+            return
+        tweets = sorted(fetched, key=lambda t: t.id)
         for tweet in tweets:
             if tweet.author_id == ctx.account.id or tweet.id in self._dry_run_seen:
                 continue
