@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from pydantic import ValidationError
 
+from liz.errors import LLMError
 from liz.twitter.clock import ManualClock
 from liz.twitter.errors import TwitterRateLimited, TwitterTransientError
 from liz.twitter.retry import Backoff, delay_after
@@ -69,6 +70,13 @@ def test_rate_limit_waits_until_the_reported_reset() -> None:
     assert delay_after(error, START, backoff) == 7 * 60 + 1
     assert backoff.failures == 0  # a rate limit is not a failure to back off from
     assert 15 <= delay_after(TwitterTransientError("down"), START, backoff) <= 30
+
+
+def test_llm_rate_limit_waits_as_long_as_the_endpoint_asked() -> None:
+    backoff = Backoff(rng=random.Random(1))
+    error = LLMError("rate limited", status=503, retry_after=120.0)
+    assert delay_after(error, START, backoff) == 120.0
+    assert backoff.failures == 0
 
 
 def test_settings_read_twitter_env(monkeypatch: pytest.MonkeyPatch) -> None:

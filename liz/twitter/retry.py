@@ -6,6 +6,7 @@ import random
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from liz.errors import LLMError
 from liz.twitter.errors import TwitterRateLimited
 
 # When X reports a rate limit without a reset time, its windows are 15 minutes.
@@ -32,7 +33,10 @@ class Backoff:
 
 
 def delay_after(error: Exception, now: datetime, backoff: Backoff) -> float:
-    """Seconds to wait after ``error``: until the reported reset for a rate limit, else backoff."""
+    """Seconds to wait after ``error``: until the reset X or the LLM endpoint reported for a
+    rate limit, else backoff."""
+    if isinstance(error, LLMError) and error.retry_after is not None:
+        return max(1.0, error.retry_after)
     if isinstance(error, TwitterRateLimited):
         if error.reset_at is None:
             return float(RATE_LIMIT_WINDOW_SECONDS)
