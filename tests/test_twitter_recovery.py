@@ -95,42 +95,6 @@ async def test_database_trouble_at_start_is_waited_out(world: World) -> None:
     assert [t.text for t in world.x.posts] == ["Post number 1 about tea."]
 
 
-class SlowToStopX(FakeTwitter):
-    """An X whose post call, when cancelled, takes a while to give up (like a closing socket)."""
-
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
-        self.posting = asyncio.Event()
-        self.cleaning_up = asyncio.Event()
-
-    async def post(self, text: str, reply_to: int | None = None) -> Tweet:
-        self.posting.set()
-        try:
-            await asyncio.Event().wait()
-        except asyncio.CancelledError:
-            self.cleaning_up.set()
-            await asyncio.Event().wait()
-        raise AssertionError("unreachable")
-
-
-@pytest.mark.anyio
-async def test_cancelling_the_caller_of_stop_is_not_swallowed(world: World) -> None:
-    x = SlowToStopX(username="ada_bot", clock=world.clock.now)
-    world.x = x
-    x.tweet_as("bob", "@ada_bot hello?")
-    bot = world.bot()
-    await bot.start()
-    async with asyncio.timeout(30):
-        await x.posting.wait()
-    stopper = asyncio.create_task(bot.stop())
-    async with asyncio.timeout(30):
-        await x.cleaning_up.wait()
-    stopper.cancel()  # e.g. a shutdown deadline expired while the bot was stopping
-    with pytest.raises(asyncio.CancelledError):
-        await stopper
-    assert not bot.running
-
-
 @pytest.mark.anyio
 async def test_an_unknown_target_user_does_not_keep_the_others_unanswered(world: World) -> None:
     x = world.x
