@@ -38,6 +38,8 @@ class AgentRequest:
     facts: list[Any] = field(default_factory=list)
     context: str = ""
     state: dict[str, Any] = field(default_factory=dict)
+    # A rehearsal (the bot's --dry-run): steps do their work but store nothing.
+    dry_run: bool = False
 
 
 class AgentResponse:
@@ -141,15 +143,21 @@ class AgentFramework:
         return tuple(self._middleware)
 
     async def process(
-        self, input: InputObject, agent: BaseAgent, *, on_token: TokenSink | None = None
+        self,
+        input: InputObject,
+        agent: BaseAgent,
+        *,
+        on_token: TokenSink | None = None,
+        dry_run: bool = False,
     ) -> AgentResponse:
         """Run one input through the chain; always returns a reply or an error, never raises.
 
         ``on_token`` receives the reply's text as routes generate it (server-sent events).
+        With ``dry_run`` the reply is generated but nothing is stored.
         """
         if self._chain is None:
             self._chain = compose(self._middleware)
-        req = AgentRequest(input=input, agent=agent, runtime=self.runtime)
+        req = AgentRequest(input=input, agent=agent, runtime=self.runtime, dry_run=dry_run)
         res = AgentResponse(input, on_token=on_token)
         try:
             await self._chain(req, res, _chain_end)

@@ -9,6 +9,8 @@ from liz.types import Memory, Route
 
 async def store_reply(req: AgentRequest, text: str, *, type: str = "text") -> None:
     """Keep what the agent said, in the same room, so the next turn sees it."""
+    if req.dry_run:
+        return
     memory = Memory(
         user_id=req.input.user_id,
         agent_id=req.input.agent_id,

@@ -20,7 +20,8 @@ async def create_memory(req: AgentRequest, res: AgentResponse, next: Next) -> No
         generator="external",
         created_at=req.runtime.clock(),
     )
-    async with req.runtime.sessions() as session, session.begin():
-        await insert_memory(session, memory)
-    req.state["input_memory_id"] = memory.id
+    if not req.dry_run:
+        async with req.runtime.sessions() as session, session.begin():
+            await insert_memory(session, memory)
+        req.state["input_memory_id"] = memory.id
     await next()

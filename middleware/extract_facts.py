@@ -34,8 +34,8 @@ def extract_facts(attempts: int | None = None, wait_seconds: float = 2.0) -> Mid
         memory = req.runtime.memory
         if res.reply is None or memory is None or not (req.input.text or "").strip():
             return
-        if req.input.source is InputSource.INTERNAL:
-            return  # the framework talking to itself (scheduled posts): no user to learn about
+        if req.dry_run or req.input.source is InputSource.INTERNAL:
+            return  # a rehearsal, or the framework talking to itself (scheduled posts)
         exchange = [
             {"role": "user", "content": req.input.text or ""},
             {"role": "assistant", "content": res.reply.text},

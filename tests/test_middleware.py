@@ -257,3 +257,12 @@ async def test_the_bots_own_posts_teach_no_facts(
     assert res.reply is not None and res.reply.text == "Margins beat volume."
     assert [r.body.get("response_format") for r in scripted.chat_requests] == [None]
     assert await memory.list(agent.agent_id, post.user_id) == []
+
+
+async def test_a_dry_run_replies_and_stores_nothing(
+    framework: AgentFramework, agent: BaseAgent, runtime: Runtime, scripted: ScriptedOpenAI
+) -> None:
+    scripted.reply("Rehearsed answer.")
+    res = await framework.process(text_input("Practice?"), agent, dry_run=True)
+    assert res.reply is not None and res.reply.text == "Rehearsed answer."
+    assert await count(runtime) == 0

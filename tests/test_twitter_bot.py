@@ -324,6 +324,7 @@ async def test_dry_run_generates_but_posts_and_marks_nothing(world: World) -> No
     assert len(world.reply_prompts()) == 1  # generated once, not every poll
     assert await world.rows(HandledTweetRecord) == []
     assert await world.rows(TweetRecord) == []
+    assert await world.rows(MemoryRecord) == []  # nothing the agent would remember later
     for bot in world.bots:
         await bot.stop()
     await world.start(world.bot())

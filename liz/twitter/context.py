@@ -41,7 +41,7 @@ class BotContext:
 
     async def ask_agent(self, input: InputObject) -> str:
         """Run ``input`` through the framework; the reply text, or the chain's error raised."""
-        response = await self.framework.process(input, self.agent)
+        response = await self.framework.process(input, self.agent, dry_run=self.dry_run)
         if response.error is not None:
             raise response.error
         if response.reply is None:
