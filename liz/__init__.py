@@ -5,7 +5,7 @@ from __future__ import annotations
 from liz.agent import BaseAgent
 from liz.config import Settings
 from liz.errors import LizError, LLMError, LLMNotConfigured, StorageError, UsageError
-from liz.pipeline import AgentFramework, AgentRequest, AgentResponse, Middleware, Next, compose
+from liz.pipeline import AgentFramework, AgentRequest, AgentResponse, compose
 from liz.types import (
     AgentReply,
     Character,
@@ -13,6 +13,8 @@ from liz.types import (
     InputSource,
     InputType,
     Memory,
+    Middleware,
+    Next,
     Route,
 )
 

@@ -18,11 +18,11 @@ from liz.errors import UsageError
 from liz.llm import LLMClient
 from liz.memory.settings import MemorySettings
 from liz.memory.store import MemoryStore
-from liz.pipeline import AgentFramework, Middleware
+from liz.pipeline import AgentFramework
 from liz.routes import standard_routes
-from liz.runtime import Clock, Runtime, utc_now
+from liz.runtime import Runtime
 from liz.templates import PromptTemplates, default_templates
-from liz.types import Character
+from liz.types import Character, Clock, Middleware, SystemClock
 
 DEFAULT_AGENTS_DIR = Path(__file__).resolve().parent.parent / "agents"
 
@@ -97,7 +97,7 @@ async def open_runtime(
     settings: Settings,
     *,
     llm_client: LLMClient | None = None,
-    clock: Clock = utc_now,
+    clock: Clock | None = None,
     memory_settings: MemorySettings | None = None,
 ) -> AsyncIterator[Runtime]:
     """Open the database and the LLM for one process; close them (after background work) on exit.
@@ -105,6 +105,7 @@ async def open_runtime(
     The long-term memory is on when an LLM is configured, unless ``LIZ_MEMORY_ENABLED=false``.
     """
     memory_settings = memory_settings or MemorySettings()
+    clock = clock or SystemClock()
     engine = create_engine(settings.database_url, settings)
     llm = llm_client or LLMClient.from_settings(settings)
     sessions = make_sessionmaker(engine)
@@ -112,7 +113,11 @@ async def open_runtime(
     if llm is not None and memory_settings.enabled:
         memory = MemoryStore(sessions, llm, engine=engine, clock=clock, settings=memory_settings)
     runtime = Runtime(
-        settings=settings, sessions=sessions, llm_client=llm, clock=clock, memory=memory
+        settings=settings,
+        sessions=sessions,
+        llm_client=llm,
+        clock=clock,
+        memory=memory,
     )
     try:
         if memory is not None:

@@ -8,23 +8,18 @@ anywhere reaches the framework's error handlers and becomes one error response.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from liz.errors import LizError, UsageError
 from liz.runtime import Runtime
-from liz.types import AgentReply, InputObject, Memory
+from liz.types import AgentReply, ErrorHandler, InputObject, Memory, Middleware, Next, TokenSink
 
 if TYPE_CHECKING:
     from liz.agent import BaseAgent
 
 logger = logging.getLogger(__name__)
-
-Next = Callable[[], Awaitable[None]]
-Middleware = Callable[["AgentRequest", "AgentResponse", Next], Awaitable[None]]
-ErrorHandler = Callable[[Exception, "AgentRequest", "AgentResponse"], Awaitable[None]]
-TokenSink = Callable[[str], Awaitable[None]]
 
 
 @dataclass

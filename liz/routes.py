@@ -18,7 +18,7 @@ async def store_reply(req: AgentRequest, text: str, *, type: str = "text") -> No
         content={"text": text},
         type=type,
         generator="llm",
-        created_at=req.runtime.clock(),
+        created_at=req.runtime.clock.now(),
     )
     async with req.runtime.sessions() as session, session.begin():
         await insert_memory(session, memory)

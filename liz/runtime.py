@@ -2,26 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from liz.background import BackgroundTasks
 from liz.config import Settings
 from liz.errors import LLMNotConfigured
+from liz.types import Clock, SystemClock
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
     from liz.llm.client import LLMClient
     from liz.memory.store import MemoryStore
-
-Clock = Callable[[], datetime]
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 @dataclass
@@ -31,7 +24,7 @@ class Runtime:
     settings: Settings
     sessions: async_sessionmaker[AsyncSession]
     llm_client: LLMClient | None
-    clock: Clock = utc_now
+    clock: Clock = field(default_factory=SystemClock)
     background: BackgroundTasks = field(default_factory=BackgroundTasks)
     memory: MemoryStore | None = None
 

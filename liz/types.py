@@ -1,25 +1,57 @@
-"""The data that flows through liz, as pydantic models.
+"""The framework's vocabulary: the callable types, the clock, and the data that flows.
 
-Field names follow Liz's JSON (camelCase) on the wire; in Python they are
-snake_case. Both spellings are accepted on input.
+A middleware is any ``async def step(req, res, next)``; a route handler is any
+``async def handle(req, res)``; the clock is where every part reads the time and
+waits. The data are pydantic models whose field names follow Liz's JSON
+(camelCase) on the wire and are snake_case in Python; both spellings are
+accepted on input.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
 if TYPE_CHECKING:
     from liz.pipeline import AgentRequest, AgentResponse
+
+Next = Callable[[], Awaitable[None]]
+Middleware = Callable[["AgentRequest", "AgentResponse", Next], Awaitable[None]]
+RouteHandler = Callable[["AgentRequest", "AgentResponse"], Awaitable[None]]
+ErrorHandler = Callable[[Exception, "AgentRequest", "AgentResponse"], Awaitable[None]]
+TokenSink = Callable[[str], Awaitable[None]]
+
+
+class Clock(Protocol):
+    """Where liz reads the time and how it waits; tests pass a ``liz.testing.ManualClock``."""
+
+    def now(self) -> datetime:
+        """The current time, timezone-aware UTC."""
+        ...
+
+    async def sleep(self, seconds: float) -> None:
+        """Wait ``seconds``; cancellable."""
+        ...
+
+
+class SystemClock:
+    """The wall clock and ``asyncio.sleep``."""
+
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(max(0.0, seconds))
 
 
 class CamelModel(BaseModel):
@@ -146,9 +178,6 @@ class Character(CamelModel):
         if not data.get("system") and isinstance(data.get("system_prompt"), str):
             data["system"] = data["system_prompt"]
         return cls.model_validate(data)
-
-
-RouteHandler = Callable[["AgentRequest", "AgentResponse"], Awaitable[None]]
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ Or pick and reorder them, and add your own anywhere in the chain.
 
 from __future__ import annotations
 
-from liz.pipeline import Middleware
+from liz.types import Middleware
 from middleware.create_memory import create_memory
 from middleware.extract_facts import extract_facts
 from middleware.load_memories import load_memories

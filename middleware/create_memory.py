@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from liz.db.memories import insert_memory
-from liz.pipeline import AgentRequest, AgentResponse, Next
-from liz.types import Memory
+from liz.pipeline import AgentRequest, AgentResponse
+from liz.types import Memory, Next
 
 
 async def create_memory(req: AgentRequest, res: AgentResponse, next: Next) -> None:
@@ -18,7 +18,7 @@ async def create_memory(req: AgentRequest, res: AgentResponse, next: Next) -> No
         content=content,
         type=req.input.type.value,
         generator="external",
-        created_at=req.runtime.clock(),
+        created_at=req.runtime.clock.now(),
     )
     if not req.dry_run:
         async with req.runtime.sessions() as session, session.begin():

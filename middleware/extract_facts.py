@@ -8,8 +8,8 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait
 
 from liz.errors import LLMError, StorageError, UsageError
 from liz.memory.store import MemoryStore
-from liz.pipeline import AgentRequest, AgentResponse, Middleware, Next
-from liz.types import InputSource
+from liz.pipeline import AgentRequest, AgentResponse
+from liz.types import InputSource, Middleware, Next
 
 logger = logging.getLogger(__name__)
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from liz.db.memories import recent_memories
 from liz.errors import UsageError
-from liz.pipeline import AgentRequest, AgentResponse, Middleware, Next
+from liz.pipeline import AgentRequest, AgentResponse
+from liz.types import Middleware, Next
 
 
 def load_memories(limit: int = 100) -> Middleware:

@@ -7,8 +7,8 @@ import logging
 from pydantic import BaseModel, Field
 
 from liz.errors import InputError, LLMError
-from liz.pipeline import AgentRequest, AgentResponse, Next
-from liz.types import Route
+from liz.pipeline import AgentRequest, AgentResponse
+from liz.types import Next, Route
 
 logger = logging.getLogger(__name__)
 

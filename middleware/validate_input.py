@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from liz.errors import InputError
-from liz.pipeline import AgentRequest, AgentResponse, Next
-from liz.types import InputType
+from liz.pipeline import AgentRequest, AgentResponse
+from liz.types import InputType, Next
 
 
 async def validate_input(req: AgentRequest, res: AgentResponse, next: Next) -> None:

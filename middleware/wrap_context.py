@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from liz.pipeline import AgentRequest, AgentResponse, Next
+from liz.pipeline import AgentRequest, AgentResponse
+from liz.types import Next
 
 
 async def wrap_context(req: AgentRequest, res: AgentResponse, next: Next) -> None:

@@ -17,12 +17,12 @@ from liz.llm import LLMClient
 from liz.memory.errors import EmbeddingMismatchError
 from liz.memory.store import MemoryStore
 from liz.memory.types import ItemStatus
+from liz.testing.clock import ManualClock
 from liz.testing.openai_server import ScriptedOpenAI
 from tests.fixtures.db import _fresh_postgres
 from tests.fixtures.memory import (
     AGENT,
     USER,
-    ManualClock,
     decision,
     extraction,
     fact,
@@ -127,8 +127,8 @@ async def test_as_of_answers_with_the_text_known_at_that_time(
     store: MemoryStore, scripted: ScriptedOpenAI, clock: ManualClock
 ) -> None:
     (_job,) = await seed(store, scripted, fact("User works as a junior nurse"))
-    first = clock.advance()
-    clock.advance()
+    first = await clock.advance(minutes=1)
+    await clock.advance(minutes=1)
     scripted.reply(
         extraction(fact("User works as a senior nurse")),
         plan(decision(1, "UPDATE", 1, "User works as a senior nurse")),
@@ -139,7 +139,7 @@ async def test_as_of_answers_with_the_text_known_at_that_time(
     ]
     (junior,) = await store.as_of(first, AGENT, USER)
     assert junior.updated_at < first  # the later promotion is not part of it
-    assert [f.text for f in await store.as_of(clock.advance(), AGENT, USER)] == [
+    assert [f.text for f in await store.as_of(await clock.advance(minutes=1), AGENT, USER)] == [
         "User works as a senior nurse"
     ]
 

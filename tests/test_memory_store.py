@@ -13,11 +13,11 @@ from liz.errors import InputError, StorageError
 from liz.llm import LLMClient, LLMOutputError
 from liz.memory.schemas import Event
 from liz.memory.store import MemoryStore
+from liz.testing.clock import ManualClock
 from liz.testing.openai_server import ScriptedOpenAI
 from tests.fixtures.memory import (
     AGENT,
     USER,
-    ManualClock,
     decision,
     extraction,
     fact,
@@ -102,8 +102,8 @@ async def test_contradiction_retires_the_old_fact_and_adds_the_new_in_one_add(
     store: MemoryStore, scripted: ScriptedOpenAI, clock: ManualClock
 ) -> None:
     (paris,) = await seed(store, scripted, fact("User lives in Paris"))
-    before = clock.advance()
-    clock.advance()
+    before = await clock.advance(minutes=1)
+    await clock.advance(minutes=1)
     scripted.reply(
         extraction(fact("User lives in Berlin now")),
         plan(decision(1, "DELETE", 1, "User lives in Berlin now")),

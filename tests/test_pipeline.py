@@ -8,9 +8,9 @@ import pytest
 
 from liz.agent import BaseAgent
 from liz.errors import InputError, LizError, UsageError
-from liz.pipeline import AgentFramework, AgentRequest, AgentResponse, Next, compose
+from liz.pipeline import AgentFramework, AgentRequest, AgentResponse, compose
 from liz.runtime import Runtime
-from liz.types import Character, InputObject
+from liz.types import Character, InputObject, Next
 
 pytestmark = pytest.mark.anyio
 

@@ -20,10 +20,10 @@ from liz.db.models import MemoryRecord, TweetRecord
 from liz.llm import LLMClient
 from liz.routes import standard_routes
 from liz.runtime import Runtime
+from liz.testing.clock import ManualClock
 from liz.testing.fake_twitter import FakeTwitter
 from liz.testing.openai_server import RecordedRequest, ScriptedOpenAI
 from liz.twitter.bot import TwitterBot
-from liz.twitter.clock import ManualClock
 from liz.twitter.errors import TwitterAuthError, TwitterTransientError
 from liz.twitter.models import HandledTweetRecord
 from liz.twitter.settings import TwitterSettings
@@ -135,10 +135,10 @@ async def world(
         settings=Settings(_env_file=None, database_url=database_url),  # type: ignore[call-arg]
         sessions=sessions,
         llm_client=llm,
-        clock=clock.now,
+        clock=clock,
     )
     world = World(
-        clock, FakeTwitter(username="ada_bot", clock=clock.now), scripted, brain, runtime, ada()
+        clock, FakeTwitter(username="ada_bot", clock=clock), scripted, brain, runtime, ada()
     )
     try:
         yield world

@@ -30,7 +30,7 @@ async def process_runtime(world: World, database_url: str) -> AsyncIterator[Runt
             settings=Settings(_env_file=None, database_url=database_url),  # type: ignore[call-arg]
             sessions=make_sessionmaker(engine),
             llm_client=world.runtime.llm_client,
-            clock=world.clock.now,
+            clock=world.clock,
         )
     finally:
         await engine.dispose()

@@ -35,7 +35,7 @@ class StallingX(FakeTwitter):
 
 @pytest.mark.anyio
 async def test_a_reply_x_took_is_not_posted_again_after_a_crash(world: World) -> None:
-    x = StallingX(username="ada_bot", clock=world.clock.now)
+    x = StallingX(username="ada_bot", clock=world.clock)
     world.x = x
     mention = x.tweet_as("bob", "@ada_bot are you there?")
     first = world.bot()

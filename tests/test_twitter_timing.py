@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from liz.errors import LLMError
-from liz.twitter.clock import ManualClock
+from liz.testing.clock import ManualClock
 from liz.twitter.errors import TwitterRateLimited, TwitterTransientError
 from liz.twitter.retry import Backoff, delay_after
 from liz.twitter.settings import TwitterSettings

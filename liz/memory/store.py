@@ -35,8 +35,8 @@ from liz.memory.types import Fact, FactEvent, FactOperation, HistoryEntry, ItemR
 from liz.memory.vectors import Vector, as_unit_vector
 from liz.memory.writer import reconcile_and_write
 from liz.memory.writes import PlanConflict, WriteContext
-from liz.runtime import Clock, utc_now
 from liz.templates import PromptTemplates
+from liz.types import Clock, SystemClock
 
 logger = logging.getLogger(__name__)
 
@@ -53,14 +53,14 @@ class MemoryStore:
         llm: LLMClient,
         *,
         engine: AsyncEngine,
-        clock: Clock = utc_now,
+        clock: Clock | None = None,
         settings: MemorySettings | None = None,
         templates: PromptTemplates | None = None,
     ) -> None:
         self.sessions = sessions
         self.llm = llm
         self.engine = engine
-        self.clock = clock
+        self.clock = clock or SystemClock()
         self.settings = settings or MemorySettings()
         self.templates = templates or llm.templates
         self.dialect = engine.dialect.name
@@ -95,7 +95,7 @@ class MemoryStore:
     def write_context(self, scope: Scope, actor: str, source: str | None = None) -> WriteContext:
         """Who writes to ``scope``, now, with the current embedding model."""
         return WriteContext(
-            scope, self.clock(), actor, self.llm.embedding_model, self.dialect, source
+            scope, self.clock.now(), actor, self.llm.embedding_model, self.dialect, source
         )
 
     async def add(
@@ -122,7 +122,7 @@ class MemoryStore:
             self.templates,
             conversation,
             agent_name=agent_name,
-            today=self.clock().date().isoformat(),
+            today=self.clock.now().date().isoformat(),
             size=self.settings.model_size,
         )
         if not extracted:

@@ -13,8 +13,7 @@ down, a rate limit hits.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 
 from liz.twitter.errors import (
     TwitterError,
@@ -25,16 +24,13 @@ from liz.twitter.errors import (
 )
 from liz.twitter.splitter import MAX_TWEET_LENGTH, tweet_length
 from liz.twitter.transport import Tweet, TwitterUser
+from liz.types import Clock, SystemClock
 
 # Ids start just below a power of ten, so code that compares ids as strings
 # ("999" > "1000") goes wrong within the first few tweets.
 FIRST_TWEET_ID = 995
 
 OPERATIONS = ("me", "post", "mentions", "user_tweets", "get_tweet", "like")
-
-
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 class FakeTwitter:
@@ -45,11 +41,11 @@ class FakeTwitter:
         *,
         username: str = "liz_bot",
         user_id: int = 1,
-        clock: Callable[[], datetime] = _utc_now,
+        clock: Clock | None = None,
         max_length: int = MAX_TWEET_LENGTH,
         first_tweet_id: int = FIRST_TWEET_ID,
     ) -> None:
-        self.clock = clock
+        self.clock = clock or SystemClock()
         self.max_length = max_length
         self.account = TwitterUser(id=user_id, username=username, name=username)
         self.users: dict[str, TwitterUser] = {username.lower(): self.account}
@@ -197,7 +193,7 @@ class FakeTwitter:
             author_id=author.id,
             author_username=author.username,
             conversation_id=conversation,
-            created_at=self.clock(),
+            created_at=self.clock.now(),
             in_reply_to_id=reply_to,
             image_urls=tuple(image_urls),
         )

@@ -2,12 +2,11 @@
 
 The bot itself is :class:`liz.twitter.bot.TwitterBot`; this package's top level
 holds what needs no database: the transport protocol and its errors, the thread
-splitter, the clocks.
+splitter.
 """
 
 from __future__ import annotations
 
-from liz.twitter.clock import Clock, ManualClock, SystemClock
 from liz.twitter.errors import (
     TwitterAuthError,
     TwitterError,
@@ -21,9 +20,6 @@ from liz.twitter.splitter import split_into_tweets, tweet_length
 from liz.twitter.transport import Tweet, TwitterTransport, TwitterUser
 
 __all__ = [
-    "Clock",
-    "ManualClock",
-    "SystemClock",
     "Tweet",
     "TwitterAuthError",
     "TwitterError",

@@ -18,7 +18,6 @@ from typing import TypeVar
 from liz.agent import BaseAgent
 from liz.errors import LizError, UsageError
 from liz.pipeline import AgentFramework
-from liz.twitter.clock import Clock, SystemClock
 from liz.twitter.context import BotContext
 from liz.twitter.errors import FATAL_ERRORS
 from liz.twitter.leader import LeaderLock, leader_lock_for
@@ -27,6 +26,7 @@ from liz.twitter.replying import ReplyCycle
 from liz.twitter.retry import Backoff, delay_after
 from liz.twitter.settings import TwitterSettings
 from liz.twitter.transport import TwitterTransport, TwitterUser
+from liz.types import Clock, SystemClock
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -10,12 +10,11 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from liz.agent import BaseAgent
 from liz.errors import LizError
 from liz.pipeline import AgentFramework
-from liz.twitter.clock import Clock
 from liz.twitter.errors import TwitterError
 from liz.twitter.settings import TwitterSettings
 from liz.twitter.store import save_tweets
 from liz.twitter.transport import Tweet, TwitterTransport, TwitterUser
-from liz.types import InputObject
+from liz.types import Clock, InputObject
 
 logger = logging.getLogger(__name__)
 

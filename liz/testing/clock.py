@@ -1,8 +1,8 @@
-"""Time for the bot loop: a real clock, and a manual one that tests move by hand.
+"""A clock that tests move by hand: virtual time for everything that reads or waits.
 
-The loop reads the time and sleeps only through a :class:`Clock`, so a test can
-run hours of scheduled posting without waiting: it advances a
-:class:`ManualClock`, which wakes each sleeping task in time order and lets it
+liz reads the time and sleeps only through a :class:`liz.types.Clock`, so a test
+can run hours of scheduled posting, or date facts, without waiting: it advances
+a :class:`ManualClock`, which wakes each sleeping task in time order and lets it
 run until it sleeps again.
 """
 
@@ -12,29 +12,6 @@ import asyncio
 import itertools
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Protocol
-
-
-class Clock(Protocol):
-    """Where the bot gets the time and how it waits."""
-
-    def now(self) -> datetime:
-        """The current time, timezone-aware UTC."""
-        ...
-
-    async def sleep(self, seconds: float) -> None:
-        """Wait ``seconds``; cancellable."""
-        ...
-
-
-class SystemClock:
-    """The wall clock and ``asyncio.sleep``."""
-
-    def now(self) -> datetime:
-        return datetime.now(UTC)
-
-    async def sleep(self, seconds: float) -> None:
-        await asyncio.sleep(max(0.0, seconds))
 
 
 @dataclass(order=True)
@@ -101,8 +78,11 @@ class ManualClock:
                 f"expected {count} tasks asleep on the clock, but {len(self._sleepers)} are"
             ) from None
 
-    async def advance(self, seconds: float = 0, *, minutes: float = 0, hours: float = 0) -> None:
-        """Move time forward, waking sleepers one at a time in the order they are due.
+    async def advance(
+        self, seconds: float = 0, *, minutes: float = 0, hours: float = 0
+    ) -> datetime:
+        """Move time forward, waking sleepers one at a time in the order they are due;
+        returns the new time.
 
         Before each wake-up it waits until as many tasks sleep as did when it was
         called, so each woken task finishes its work before time moves on.
@@ -120,6 +100,7 @@ class ManualClock:
             first.future.set_result(None)
         await self.wait_for_sleepers(expected)
         self._now = max(self._now, target)
+        return self._now
 
     def _changed(self) -> None:
         waiters, self._waiters = self._waiters, []

@@ -1,0 +1,83 @@
+"""One way to try again: tenacity, waiting on liz's clock.
+
+Fact extraction, the Twitter loops and writes that lost a race all retry
+through :func:`retrying`, so they wait alike (a server's ``Retry-After`` first,
+else exponential backoff with jitter) and a test's ``ManualClock`` drives every
+wait.
+
+>>> async for attempt in retrying(retry_if=lambda exc: isinstance(exc, LLMError), attempts=3):
+...     with attempt:
+...         await learn()
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception,
+    stop_after_attempt,
+    stop_never,
+    wait_random_exponential,
+)
+from tenacity.wait import wait_base
+
+from liz.types import Clock, SystemClock
+
+logger = logging.getLogger(__name__)
+
+Wait = Callable[[RetryCallState], float]
+
+
+def backoff(first: float = 1.0, cap: float = 900.0) -> Wait:
+    """Exponential backoff with full jitter: a random wait up to ``first * 2**n``, at most
+    ``cap``, so clients that failed together do not retry together."""
+    return wait_random_exponential(multiplier=first, max=cap)
+
+
+def honour_retry_after(fallback: Wait) -> Wait:
+    """Wait as long as the failed call's ``retry_after`` (seconds) asks, else ``fallback``."""
+
+    def wait(state: RetryCallState) -> float:
+        error = state.outcome.exception() if state.outcome is not None else None
+        asked = getattr(error, "retry_after", None)
+        if isinstance(asked, int | float) and asked >= 0:
+            return float(asked)
+        return fallback(state)
+
+    return wait
+
+
+def retrying(
+    *,
+    retry_if: Callable[[BaseException], bool],
+    attempts: int | None = None,
+    wait: Wait | wait_base | None = None,
+    clock: Clock | None = None,
+) -> AsyncRetrying:
+    """Retry while ``retry_if(error)``; ``attempts=None`` retries for as long as it takes.
+
+    The last error is re-raised as it was when the attempts run out or an error
+    does not qualify. ``wait`` defaults to the error's ``retry_after``, else backoff.
+    """
+    return AsyncRetrying(
+        stop=stop_never if attempts is None else stop_after_attempt(attempts),
+        wait=wait if wait is not None else honour_retry_after(backoff()),
+        retry=retry_if_exception(retry_if),
+        sleep=(clock or SystemClock()).sleep,
+        reraise=True,
+        before_sleep=_log_retry,
+    )
+
+
+def _log_retry(state: RetryCallState) -> None:
+    error = state.outcome.exception() if state.outcome is not None else None
+    logger.info(
+        "attempt %d failed (%s); trying again in %.1f s",
+        state.attempt_number,
+        error,
+        state.next_action.sleep if state.next_action is not None else 0.0,
+    )
