@@ -114,7 +114,7 @@ async def open_runtime(
         memory = MemoryStore(sessions, llm, engine=engine, clock=clock, settings=memory_settings)
     runtime = Runtime(
         settings=settings,
-        sessions=sessions,
+        engine=engine,
         llm_client=llm,
         clock=clock,
         memory=memory,

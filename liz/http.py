@@ -181,6 +181,9 @@ class BearerAuth(BaseHTTPMiddleware):
 
 
 async def http_error(request: Request, exc: Exception) -> Response:
+    """Any ``LizError`` or ``HTTPException`` a route raises becomes ``{"error": ...}``."""
+    if isinstance(exc, LizError):
+        return error(exc.message, exc.status)
     if isinstance(exc, HTTPException):
         return error(exc.detail, exc.status_code)
     return error("internal error", 500)
@@ -203,7 +206,7 @@ def _app(api_key: str | None, lifespan: Lifespan | None) -> Starlette:
     return Starlette(
         routes=routes(),
         middleware=middleware,
-        exception_handlers={HTTPException: http_error},
+        exception_handlers={HTTPException: http_error, LizError: http_error},
         lifespan=lifespan,
     )
 

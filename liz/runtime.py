@@ -1,18 +1,19 @@
-"""What the middleware may use: settings, database sessions, the LLM, a clock."""
+"""What the middleware may use: settings, the database, the LLM, a clock."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
 from liz.background import BackgroundTasks
 from liz.config import Settings
+from liz.db.engine import make_sessionmaker
 from liz.errors import LLMNotConfigured
 from liz.types import Clock, SystemClock
 
 if TYPE_CHECKING:
-    from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
-
     from liz.llm.client import LLMClient
     from liz.memory.store import MemoryStore
 
@@ -22,11 +23,16 @@ class Runtime:
     """Shared services, built once per process and handed to every request."""
 
     settings: Settings
-    sessions: async_sessionmaker[AsyncSession]
+    engine: AsyncEngine
     llm_client: LLMClient | None
     clock: Clock = field(default_factory=SystemClock)
     background: BackgroundTasks = field(default_factory=BackgroundTasks)
     memory: MemoryStore | None = None
+    # One session per unit of work, from the one engine of this process.
+    sessions: async_sessionmaker[AsyncSession] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.sessions = make_sessionmaker(self.engine)
 
     @property
     def llm(self) -> LLMClient:

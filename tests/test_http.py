@@ -147,7 +147,7 @@ async def test_health_reports_database_and_llm(client: httpx.AsyncClient) -> Non
 async def unconfigured_client(
     runtime: Runtime, agent: BaseAgent
 ) -> AsyncIterator[httpx.AsyncClient]:
-    bare = Runtime(settings=runtime.settings, sessions=runtime.sessions, llm_client=None)
+    bare = Runtime(settings=runtime.settings, engine=runtime.engine, llm_client=None)
     app = create_app(build_framework(bare), {agent.agent_id: agent})
     async with httpx.AsyncClient(
         transport=httpx.ASGITransport(app=app), base_url="http://liz"
@@ -173,7 +173,7 @@ async def test_an_api_key_guards_everything_but_health(
     runtime: Runtime, agent: BaseAgent, scripted: ScriptedOpenAI
 ) -> None:
     settings = runtime.settings.model_copy(update={"liz_api_key": SecretStr("s3cret")})
-    guarded = Runtime(settings=settings, sessions=runtime.sessions, llm_client=runtime.llm_client)
+    guarded = Runtime(settings=settings, engine=runtime.engine, llm_client=runtime.llm_client)
     app = create_app(build_framework(guarded), {agent.agent_id: agent})
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://liz") as client:

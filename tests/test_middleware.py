@@ -246,7 +246,7 @@ async def test_the_bots_own_posts_teach_no_facts(
     memory = MemoryStore(runtime.sessions, runtime.llm_client, engine=engine)
     with_memory = Runtime(
         settings=runtime.settings,
-        sessions=runtime.sessions,
+        engine=runtime.engine,
         llm_client=runtime.llm_client,
         memory=memory,
     )

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from liz.agent import BaseAgent
 from liz.bootstrap import build_framework
@@ -124,7 +124,7 @@ class World:
 @pytest.fixture
 async def world(
     database_url: str,
-    sessions: async_sessionmaker[AsyncSession],
+    engine: AsyncEngine,
     scripted: ScriptedOpenAI,
     llm: LLMClient,
 ) -> AsyncIterator[World]:
@@ -133,7 +133,7 @@ async def world(
     scripted.respond_with(brain)
     runtime = Runtime(
         settings=Settings(_env_file=None, database_url=database_url),  # type: ignore[call-arg]
-        sessions=sessions,
+        engine=engine,
         llm_client=llm,
         clock=clock,
     )

@@ -10,7 +10,7 @@ import pytest
 
 from liz.bootstrap import build_framework
 from liz.config import Settings
-from liz.db.engine import create_engine, make_sessionmaker
+from liz.db.engine import create_engine
 from liz.errors import StorageError
 from liz.runtime import Runtime
 from liz.twitter.bot import TwitterBot
@@ -28,7 +28,7 @@ async def process_runtime(world: World, database_url: str) -> AsyncIterator[Runt
     try:
         yield Runtime(
             settings=Settings(_env_file=None, database_url=database_url),  # type: ignore[call-arg]
-            sessions=make_sessionmaker(engine),
+            engine=engine,
             llm_client=world.runtime.llm_client,
             clock=world.clock,
         )

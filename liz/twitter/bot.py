@@ -69,10 +69,7 @@ class TwitterBot:
         self._task: asyncio.Task[None] | None = None
 
     def _default_leader(self) -> LeaderLock:
-        engine = self.framework.runtime.sessions.kw.get("bind")
-        if engine is None:
-            raise UsageError("the runtime's sessionmaker has no engine; pass leader= explicitly")
-        return leader_lock_for(engine, self.agent.agent_id)
+        return leader_lock_for(self.framework.runtime.engine, self.agent.agent_id)
 
     @property
     def running(self) -> bool:
