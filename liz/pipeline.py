@@ -18,6 +18,8 @@ from liz.types import AgentReply, ErrorHandler, InputObject, Memory, Middleware,
 
 if TYPE_CHECKING:
     from liz.agent import BaseAgent
+    from liz.memory.types import Fact
+    from liz.types import RouteChoice
 
 logger = logging.getLogger(__name__)
 
@@ -29,9 +31,12 @@ class AgentRequest:
     input: InputObject
     agent: BaseAgent
     runtime: Runtime
-    memories: list[Memory] = field(default_factory=list)
-    facts: list[Any] = field(default_factory=list)
-    context: str = ""
+    memories: list[Memory] = field(default_factory=list)  # load_memories, newest first
+    facts: list[Fact] = field(default_factory=list)  # recall_facts, best match first
+    context: str = ""  # wrap_context: the prompt the route sends
+    input_memory_id: str | None = None  # create_memory: the stored input's id
+    route_choice: RouteChoice | None = None  # router: the LLM's pick, when it asked one
+    # Your own middleware's per-request data; the standard steps never use it.
     state: dict[str, Any] = field(default_factory=dict)
     # A rehearsal (the bot's --dry-run): steps do their work but store nothing.
     dry_run: bool = False
@@ -41,13 +46,15 @@ class AgentResponse:
     """Collects exactly one outcome: a reply (``send``) or an error (``fail``).
 
     When the caller streams (``on_token``), a route may ``emit`` the reply's text as
-    it is generated; it still ends with ``send`` of the whole text.
+    it is generated; it still ends with ``send`` of the whole text. ``kind`` is the
+    type the reply is stored with in the conversation log (``text``, ``tweet``).
     """
 
     def __init__(self, input: InputObject, *, on_token: TokenSink | None = None) -> None:
         self._input = input
         self._on_token = on_token
         self.reply: AgentReply | None = None
+        self.kind = "text"
         self.error: LizError | None = None
 
     @property
@@ -62,9 +69,10 @@ class AgentResponse:
     def done(self) -> bool:
         return self.reply is not None or self.error is not None
 
-    async def send(self, text: str, *, route: str | None = None) -> None:
+    async def send(self, text: str, *, route: str | None = None, kind: str = "text") -> None:
         if self.done:
             raise UsageError("res.send() called after the response was already sent or failed")
+        self.kind = kind
         self.reply = AgentReply(
             text=text,
             route=route,
