@@ -93,9 +93,7 @@ def compose(middleware: Sequence[Middleware]) -> Middleware:
     >>> chain = compose([validate_input, load_memories(limit=50), router])
     """
     steps = list(middleware)
-    for step in steps:
-        if not callable(step):
-            raise TypeError(f"middleware must be an async callable, got {step!r}")
+    _check_callables(steps)
 
     async def composed(req: AgentRequest, res: AgentResponse, next: Next | None = None) -> None:
         last_called = -1
@@ -116,25 +114,34 @@ def compose(middleware: Sequence[Middleware]) -> Middleware:
     return composed
 
 
+def _check_callables(middleware: Sequence[Middleware]) -> None:
+    for step in middleware:
+        if not callable(step):
+            raise TypeError(f"middleware must be an async callable, got {step!r}")
+
+
 async def _chain_end() -> None:
     """What the last step's ``next`` does: nothing."""
 
 
 class AgentFramework:
-    """Holds the chain and the runtime; the HTTP app, CLI and bot loop all call ``process``."""
+    """Holds the chain and the runtime; the HTTP app, CLI and bot loop all call ``process``.
 
-    def __init__(self, runtime: Runtime) -> None:
+    Each input runs through the steps given to ``use`` (in order), then its agent's
+    own steps (``agent.use``), then ``chain`` (the standard steps, when an
+    :class:`liz.App` builds the framework).
+    """
+
+    def __init__(self, runtime: Runtime, chain: Sequence[Middleware] = ()) -> None:
         self.runtime = runtime
         self._middleware: list[Middleware] = []
+        self._chain = list(chain)
+        _check_callables(self._chain)
         self._error_handlers: list[ErrorHandler] = []
-        self._chain: Middleware | None = None
 
     def use(self, *middleware: Middleware) -> AgentFramework:
-        for step in middleware:
-            if not callable(step):
-                raise TypeError(f"middleware must be an async callable, got {step!r}")
+        _check_callables(middleware)
         self._middleware.extend(middleware)
-        self._chain = None
         return self
 
     def on_error(self, handler: ErrorHandler) -> AgentFramework:
@@ -143,7 +150,8 @@ class AgentFramework:
 
     @property
     def middleware(self) -> tuple[Middleware, ...]:
-        return tuple(self._middleware)
+        """Every step an input runs through, but the agents' own."""
+        return (*self._middleware, *self._chain)
 
     async def process(
         self,
@@ -158,12 +166,11 @@ class AgentFramework:
         ``on_token`` receives the reply's text as routes generate it (server-sent events).
         With ``dry_run`` the reply is generated but nothing is stored.
         """
-        if self._chain is None:
-            self._chain = compose(self._middleware)
+        chain = compose([*self._middleware, *agent.middleware, *self._chain])
         req = AgentRequest(input=input, agent=agent, runtime=self.runtime, dry_run=dry_run)
         res = AgentResponse(input, on_token=on_token)
         try:
-            await self._chain(req, res, _chain_end)
+            await chain(req, res, _chain_end)
         except Exception as exc:
             await self._handle_error(exc, req, res)
         if not res.done:
