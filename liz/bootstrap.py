@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -56,14 +56,20 @@ def load_agents(
         agents[agent.agent_id] = agent
     if not agents:
         raise UsageError(f"no agents in {str(folder)!r}: add a *.py or *.json agent there")
-    if prompts_dir is not None:
-        if not Path(prompts_dir).is_dir():
-            raise UsageError(f"LIZ_PROMPTS_DIR {str(prompts_dir)!r} is not a folder")
-        overridden = PromptTemplates(prompts_dir)
-        for agent in agents.values():
-            if agent.templates is default_templates:
-                agent.templates = overridden
+    apply_prompts_dir(agents.values(), prompts_dir)
     return agents
+
+
+def apply_prompts_dir(agents: Iterable[BaseAgent], prompts_dir: str | Path | None) -> None:
+    """Agents on the built-in templates use ``LIZ_PROMPTS_DIR``'s templates first."""
+    if prompts_dir is None:
+        return
+    if not Path(prompts_dir).is_dir():
+        raise UsageError(f"LIZ_PROMPTS_DIR {str(prompts_dir)!r} is not a folder")
+    overridden = PromptTemplates(prompts_dir)
+    for agent in agents:
+        if agent.templates is default_templates:
+            agent.templates = overridden
 
 
 def _agent_from_module(path: Path) -> BaseAgent:
