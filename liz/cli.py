@@ -1,4 +1,4 @@
-"""The ``liz`` command: serve, chat, db, twitter, memory."""
+"""The ``liz`` command: serve, chat, db, twitter, facts."""
 
 from __future__ import annotations
 
@@ -15,12 +15,12 @@ import uvicorn
 
 from liz.config import Settings
 from liz.errors import LizError
-from liz.memory.cli import memory_app
+from liz.facts.cli import facts_app
 
 app = typer.Typer(help="Run liz agents: an HTTP server, a chat prompt, the Twitter loop.")
 db_app = typer.Typer(help="Manage the database schema.")
 app.add_typer(db_app, name="db")
-app.add_typer(memory_app, name="memory")
+app.add_typer(facts_app, name="facts")
 
 AgentsOption = Annotated[
     Path | None,

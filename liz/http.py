@@ -22,7 +22,7 @@ from starlette.routing import BaseRoute, Route
 
 from liz.agent import BaseAgent
 from liz.errors import LizError, LLMNotConfigured
-from liz.memory.http import fact_routes
+from liz.facts.http import fact_routes
 from liz.pipeline import AgentFramework
 from liz.types import InputObject, InputSource
 
