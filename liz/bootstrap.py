@@ -24,7 +24,7 @@ from liz.runtime import Runtime
 from liz.templates import PromptTemplates, default_templates
 from liz.types import Character, Clock, Middleware, SystemClock
 
-DEFAULT_AGENTS_DIR = Path(__file__).resolve().parent.parent / "agents"
+DEFAULT_AGENTS_DIR = Path(__file__).parent / "agents"  # the bundled agents, as installed
 
 
 def load_agents(
@@ -134,9 +134,10 @@ async def open_runtime(
 def build_framework(
     runtime: Runtime, middleware: Sequence[Middleware] | None = None
 ) -> AgentFramework:
-    """A framework running ``middleware``, by default the standard chain."""
-    from middleware import standard_middleware
+    """A framework running ``middleware``, by default the standard chain.
 
-    framework = AgentFramework(runtime)
-    framework.use(*(standard_middleware if middleware is None else middleware))
-    return framework
+    Steps added with ``framework.use`` and each agent's own run before it.
+    """
+    from liz.middleware import standard_middleware
+
+    return AgentFramework(runtime, standard_middleware if middleware is None else middleware)

@@ -14,12 +14,7 @@ from liz.bootstrap import build_framework
 from liz.db.memories import insert_memory
 from liz.db.models import MemoryRecord
 from liz.facts.store import FactStore
-from liz.pipeline import AgentFramework
-from liz.routes import conversation
-from liz.runtime import Runtime
-from liz.testing.openai_server import ScriptedOpenAI
-from liz.types import Character, InputObject, InputSource, Memory, Route
-from middleware import (
+from liz.middleware import (
     create_memory,
     load_memories,
     router,
@@ -27,6 +22,11 @@ from middleware import (
     validate_input,
     wrap_context,
 )
+from liz.pipeline import AgentFramework
+from liz.routes import conversation
+from liz.runtime import Runtime
+from liz.testing.openai_server import ScriptedOpenAI
+from liz.types import Character, InputObject, InputSource, Memory, Route
 
 pytestmark = pytest.mark.anyio
 
