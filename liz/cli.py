@@ -186,9 +186,9 @@ def init(
 
 
 def _register_sub_apps() -> None:
-    from liz.memory.cli import memory_app
+    from liz.facts.cli import facts_app
 
-    app.add_typer(memory_app, name="memory")
+    app.add_typer(facts_app, name="facts")
 
 
 _register_sub_apps()
