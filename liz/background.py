@@ -16,10 +16,11 @@ class BackgroundTasks:
     def __init__(self) -> None:
         self._tasks: set[asyncio.Task[None]] = set()
 
-    def spawn(self, work: Coroutine[Any, Any, None], *, name: str) -> None:
+    def spawn(self, work: Coroutine[Any, Any, None], *, name: str) -> asyncio.Task[None]:
         task = asyncio.create_task(work, name=name)
         self._tasks.add(task)
         task.add_done_callback(self._finished)
+        return task
 
     def _finished(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)

@@ -105,10 +105,13 @@ async def open_runtime(
     llm_client: LLMClient | None = None,
     clock: Clock | None = None,
     fact_settings: FactSettings | None = None,
+    learn: bool = True,
 ) -> AsyncIterator[Runtime]:
     """Open the database and the LLM for one process; close them (after background work) on exit.
 
-    The facts store is on when an LLM is configured, unless ``LIZ_FACTS_ENABLED=false``.
+    The facts store is on when an LLM is configured, unless ``LIZ_FACTS_ENABLED=false``;
+    then the process also works the learning queue (``learn=False``: a one-off command
+    that should not, or ``LIZ_LEARNING_WORKER=false``).
     """
     fact_settings = fact_settings or FactSettings()
     clock = clock or SystemClock()
@@ -129,8 +132,11 @@ async def open_runtime(
         if facts is not None:
             # Fail at startup, naming the fix, rather than on the first message.
             await facts.check()
+            if learn:
+                runtime.learning.start()
         yield runtime
     finally:
+        await runtime.learning.stop()
         await runtime.background.drain()
         if llm is not None and llm_client is None:
             await llm.close()

@@ -11,6 +11,7 @@ from liz.background import BackgroundTasks
 from liz.config import Settings
 from liz.db.engine import make_sessionmaker
 from liz.errors import LLMNotConfigured
+from liz.learning_queue.worker import LearningWorker
 from liz.types import Clock, SystemClock
 
 if TYPE_CHECKING:
@@ -30,9 +31,12 @@ class Runtime:
     facts: FactStore | None = None  # long-term facts about users; None without an LLM
     # One session per unit of work, from the one engine of this process.
     sessions: async_sessionmaker[AsyncSession] = field(init=False)
+    # Learns facts from the queued messages (durable learning; started by open_runtime).
+    learning: LearningWorker = field(init=False)
 
     def __post_init__(self) -> None:
         self.sessions = make_sessionmaker(self.engine)
+        self.learning = LearningWorker(self)
 
     @property
     def llm(self) -> LLMClient:

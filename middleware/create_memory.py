@@ -2,15 +2,26 @@
 
 The input is stored before any LLM call, so an outage never loses it; the reply
 after the rest of the chain has produced it. Route handlers only produce text.
+
+When the runtime keeps facts, the job of learning from the input is queued in the
+input's own transaction (durable learning: a crash, an outage or a full disk loses
+neither), and made due when the turn ends: with the reply stored beside it, or
+without one when the reply failed. Dry runs, the framework's own inputs (scheduled
+posts) and inputs without text teach nothing.
 """
 
 from __future__ import annotations
 
+import logging
+from datetime import timedelta
 from typing import Any
 
 from liz.db.memories import insert_memory
+from liz.learning_queue import jobs
 from liz.pipeline import AgentRequest, AgentResponse
-from liz.types import Generator, Memory, Next
+from liz.types import Generator, InputSource, Memory, Next
+
+logger = logging.getLogger(__name__)
 
 
 async def create_memory(req: AgentRequest, res: AgentResponse, next: Next) -> None:
@@ -18,12 +29,53 @@ async def create_memory(req: AgentRequest, res: AgentResponse, next: Next) -> No
     if req.input.image_urls:
         content["imageUrls"] = req.input.image_urls
     said = _memory(req, content, req.input.type.value, "external")
+    learn = _learnable(req)
     if not req.dry_run:
-        await _store(req, said)
+        async with req.runtime.sessions() as session, session.begin():
+            await insert_memory(session, said)
+            if learn:
+                # Until the turn ends the reply may still come; after a crash it never will.
+                wait = timedelta(seconds=req.runtime.learning.settings.reply_wait_seconds)
+                await jobs.enqueue(session, said, req.agent.name, due=said.created_at + wait)
         req.input_memory_id = said.id
-    await next()
-    if res.reply is not None and not req.dry_run:
-        await _store(req, _memory(req, {"text": res.reply.text}, res.kind, "llm"))
+    try:
+        await next()
+    except Exception:
+        if learn:
+            await _learn_without_reply(req, said.id)
+        raise
+    if req.dry_run:
+        return
+    if res.reply is None:
+        if learn:
+            await _learn_without_reply(req, said.id)
+        return
+    reply = _memory(req, {"text": res.reply.text}, res.kind, "llm")
+    async with req.runtime.sessions() as session, session.begin():
+        await insert_memory(session, reply)
+        if learn:
+            await jobs.reply_came(session, said.id, reply.id, req.runtime.clock.now())
+
+
+def _learnable(req: AgentRequest) -> bool:
+    """Whether the input teaches facts: a real user said something, and facts are kept."""
+    return (
+        req.runtime.facts is not None
+        and not req.dry_run
+        and req.input.source is not InputSource.INTERNAL
+        and bool((req.input.text or "").strip())
+    )
+
+
+async def _learn_without_reply(req: AgentRequest, memory_id: str) -> None:
+    """The reply failed: learn from the input alone, when the LLM is back."""
+    try:
+        async with req.runtime.sessions() as session, session.begin():
+            await jobs.reply_came(session, memory_id, None, req.runtime.clock.now())
+    except Exception as exc:  # the job stays queued and becomes due after the reply wait
+        logger.warning("could not mark message %s ready for learning: %s", memory_id, exc)
+        return
+    req.runtime.learning.wake()
 
 
 def _memory(req: AgentRequest, content: dict[str, Any], type: str, by: Generator) -> Memory:
@@ -36,8 +88,3 @@ def _memory(req: AgentRequest, content: dict[str, Any], type: str, by: Generator
         generator=by,
         created_at=req.runtime.clock.now(),
     )
-
-
-async def _store(req: AgentRequest, memory: Memory) -> None:
-    async with req.runtime.sessions() as session, session.begin():
-        await insert_memory(session, memory)

@@ -65,6 +65,8 @@ async def commit_changes(
     log = ChangeLog()
     async with sessions() as session, session.begin():
         events = await _apply_changes(session, index, changes, vectors, context, log)
+        if context.on_commit is not None:
+            await context.on_commit(session)
     index.absorb(context.scope, log)
     return events
 

@@ -8,17 +8,22 @@ A *scope* is one (agent, user) pair; every fact belongs to one. An add extracts
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, StringConstraints
 
 from liz.errors import LizError
 from liz.facts.vectors import Vector
 
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncSession
+
 Scope = tuple[str, str]  # (agent id, user id)
+OnCommit = Callable[["AsyncSession"], Awaitable[None]]
 MAX_FACT_CHARS = 1000  # a fact is a sentence or two; longer text is not one fact
 
 
@@ -149,6 +154,8 @@ class WriteContext:
     model: str
     dialect: str
     source_memory_id: str | None = None
+    # Runs inside the transaction that writes the facts; raising rolls them back.
+    on_commit: OnCommit | None = field(default=None, compare=False)
 
 
 class FactOperation(BaseModel):

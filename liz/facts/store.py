@@ -27,6 +27,7 @@ from liz.facts.domain import (
     HistoryEntry,
     ItemResult,
     ItemStatus,
+    OnCommit,
     Scope,
     WriteContext,
 )
@@ -82,12 +83,15 @@ class FactStore:
         *,
         source_memory_id: str | None = None,
         agent_name: str = "the assistant",
+        on_commit: OnCommit | None = None,
     ) -> list[FactEvent]:
         """Extract facts from the latest exchange and reconcile them into the store.
 
         ``messages`` is a text (said by the user) or ``{"role", "content"}`` dicts.
         Returns the events applied, NOOPs included. An unusable LLM answer (after
         the client's one retry) raises ``LLMOutputError`` and changes nothing.
+        ``on_commit(session)`` runs in the transaction that writes the facts (not at
+        all when nothing is written); what it raises rolls them back and propagates.
         """
         await self.check()
         conversation = as_conversation(messages)
@@ -108,7 +112,7 @@ class FactStore:
             scope,
             lambda: learn_facts(
                 extracted,
-                self._context(scope, "llm", source_memory_id),
+                self._context(scope, "llm", source_memory_id, on_commit),
                 sessions=self.sessions,
                 index=self.index,
                 llm=self.llm,
@@ -255,10 +259,22 @@ class FactStore:
                 progress=progress,
             )
 
-    def _context(self, scope: Scope, actor: str, source: str | None = None) -> WriteContext:
+    def _context(
+        self,
+        scope: Scope,
+        actor: str,
+        source: str | None = None,
+        on_commit: OnCommit | None = None,
+    ) -> WriteContext:
         """Who writes to ``scope``, now, with the current embedding model."""
         return WriteContext(
-            scope, self.clock.now(), actor, self.llm.embedding_model, self.dialect, source
+            scope,
+            self.clock.now(),
+            actor,
+            self.llm.embedding_model,
+            self.dialect,
+            source,
+            on_commit,
         )
 
     # Last in the class: below this point `list` would name the method, not the type.

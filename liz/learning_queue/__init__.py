@@ -1,0 +1,1 @@
+"""Durable learning: a queue of fact-extraction jobs in the database, and its worker."""

@@ -1,0 +1,266 @@
+"""Reading and writing the queue of learning jobs. Each function takes a session; the
+caller owns the transaction.
+
+A user's jobs are learned in ``id`` order: only the *head* of a user's queue (the
+pending job with no earlier pending one) can be claimed, and a claim lasts until
+``claimedUntil``. PostgreSQL claims with ``FOR UPDATE SKIP LOCKED``, so workers in
+many processes never wait for each other; SQLite serializes writers anyway.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import delete, exists, func, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import aliased
+
+from liz.db.models import MemoryRecord
+from liz.learning_queue.tables import FAILED, PENDING, LearningJobRecord
+from liz.types import Memory
+
+Job = LearningJobRecord
+MAX_ERROR_CHARS = 2000  # the reason kept for a failure: enough to act on, never a whole dump
+
+
+@dataclass(frozen=True)
+class Backlog:
+    """What ``/health`` and ``liz facts queue`` report."""
+
+    pending: int
+    failed: int
+    oldest_pending_at: datetime | None
+
+    def oldest_age_seconds(self, now: datetime) -> float | None:
+        if self.oldest_pending_at is None:
+            return None
+        return max((now - self.oldest_pending_at).total_seconds(), 0.0)
+
+
+async def enqueue(session: AsyncSession, said: Memory, agent_name: str, *, due: datetime) -> None:
+    """Queue learning from ``said`` (a stored user message), to be tried from ``due`` on."""
+    session.add(
+        Job(
+            memory_id=said.id,
+            agent_id=said.agent_id,
+            user_id=said.user_id,
+            agent_name=agent_name,
+            reply_memory_id=None,
+            status=PENDING,
+            attempts=0,
+            next_attempt_at=due,
+            claimed_by=None,
+            claimed_until=None,
+            last_error=None,
+            created_at=said.created_at,
+            updated_at=said.created_at,
+        )
+    )
+    await session.flush()
+
+
+async def reply_came(
+    session: AsyncSession, memory_id: str, reply_id: str | None, now: datetime
+) -> None:
+    """The turn is over (``reply_id`` is the stored reply, or None when it failed):
+    an untried job is due now."""
+    values: dict[str, Any] = {"updated_at": now}
+    if reply_id is not None:
+        values["reply_memory_id"] = reply_id
+    await session.execute(
+        update(Job).where(Job.memory_id == memory_id, Job.status == PENDING).values(**values)
+    )
+    await session.execute(
+        update(Job)
+        .where(Job.memory_id == memory_id, Job.status == PENDING, Job.attempts == 0)
+        .values(next_attempt_at=now)
+    )
+
+
+async def claim(
+    session: AsyncSession,
+    *,
+    owner: str,
+    now: datetime,
+    until: datetime,
+    limit: int = 1,
+    memory_id: str | None = None,
+) -> list[Job]:
+    """Claim up to ``limit`` due jobs, each the head of its user's queue, oldest first.
+
+    With ``memory_id``, claim that message's job if it heads its user's queue, due or not
+    (the caller holds the exchange). Returns the claimed rows.
+    """
+    earlier = aliased(Job)
+    conditions = [
+        Job.status == PENDING,
+        or_(Job.claimed_until.is_(None), Job.claimed_until < now),
+        ~exists().where(
+            earlier.agent_id == Job.agent_id,
+            earlier.user_id == Job.user_id,
+            earlier.status == PENDING,
+            earlier.id < Job.id,
+        ),
+    ]
+    if memory_id is not None:
+        conditions.append(Job.memory_id == memory_id)
+    else:
+        conditions.append(Job.next_attempt_at <= now)
+    # PostgreSQL: rows another worker is claiming are skipped, not waited for; one
+    # message's job is waited for (the turn that queued it may be storing the reply).
+    # SQLite ignores both: its writers take turns (BEGIN IMMEDIATE).
+    query = (
+        select(Job)
+        .where(*conditions)
+        .order_by(Job.id)
+        .limit(limit)
+        .with_for_update(skip_locked=memory_id is None)
+    )
+    jobs = list(await session.scalars(query))
+    for job in jobs:
+        job.claimed_by = owner
+        job.claimed_until = until
+        job.updated_at = now
+    await session.flush()
+    return jobs
+
+
+async def renew(session: AsyncSession, job_id: int, owner: str, until: datetime) -> bool:
+    """Extend this worker's claim; False when the job is done or another worker has it."""
+    result = await session.execute(
+        update(Job)
+        .where(Job.id == job_id, Job.status == PENDING, Job.claimed_by == owner)
+        .values(claimed_until=until)
+    )
+    return _rowcount(result) == 1
+
+
+async def finish(session: AsyncSession, job_id: int) -> bool:
+    """Remove a learned job; False when it was gone already (another worker learned it)."""
+    result = await session.execute(delete(Job).where(Job.id == job_id, Job.status == PENDING))
+    return _rowcount(result) == 1
+
+
+async def retry_later(
+    session: AsyncSession,
+    job_id: int,
+    owner: str,
+    *,
+    tries: int,
+    error: str,
+    due: datetime,
+    now: datetime,
+) -> None:
+    """Give the claim back after ``tries`` failed tries; try again from ``due``."""
+    await session.execute(
+        update(Job)
+        .where(Job.id == job_id, Job.status == PENDING, Job.claimed_by == owner)
+        .values(
+            attempts=Job.attempts + tries,
+            next_attempt_at=due,
+            last_error=error[:MAX_ERROR_CHARS],
+            claimed_by=None,
+            claimed_until=None,
+            updated_at=now,
+        )
+    )
+
+
+async def give_up(
+    session: AsyncSession, job_id: int, owner: str, *, tries: int, reason: str, now: datetime
+) -> None:
+    """Mark a job failed for good, with the reason; the user's later jobs go on."""
+    await session.execute(
+        update(Job)
+        .where(Job.id == job_id, Job.status == PENDING, Job.claimed_by == owner)
+        .values(
+            status=FAILED,
+            attempts=Job.attempts + tries,
+            last_error=reason[:MAX_ERROR_CHARS],
+            claimed_by=None,
+            claimed_until=None,
+            updated_at=now,
+        )
+    )
+
+
+async def release(session: AsyncSession, job_id: int, owner: str, now: datetime) -> None:
+    """Give the claim back untried (shutting down): any worker may take it at once."""
+    await session.execute(
+        update(Job)
+        .where(Job.id == job_id, Job.status == PENDING, Job.claimed_by == owner)
+        .values(claimed_by=None, claimed_until=None, updated_at=now)
+    )
+
+
+async def exchange_of(session: AsyncSession, job: Job) -> list[dict[str, str]] | None:
+    """The user's message and, when stored, the reply, as chat messages; None when the
+    message is no longer in the Memory table."""
+    ids = [job.memory_id] + ([job.reply_memory_id] if job.reply_memory_id else [])
+    rows = {
+        row.id: row
+        for row in await session.scalars(select(MemoryRecord).where(MemoryRecord.id.in_(ids)))
+    }
+    said = rows.get(job.memory_id)
+    if said is None:
+        return None
+    messages = [{"role": "user", "content": _text(said.content)}]
+    reply = rows.get(job.reply_memory_id or "")
+    if reply is not None and _text(reply.content):
+        messages.append({"role": "assistant", "content": _text(reply.content)})
+    return messages
+
+
+def _text(content: str) -> str:
+    try:
+        parsed = json.loads(content)
+    except (TypeError, ValueError):
+        return ""
+    text = parsed.get("text") if isinstance(parsed, dict) else None
+    return text if isinstance(text, str) else ""
+
+
+async def backlog(session: AsyncSession) -> Backlog:
+    rows = await session.execute(
+        select(Job.status, func.count(), func.min(Job.created_at)).group_by(Job.status)
+    )
+    counts: dict[str, tuple[int, datetime | None]] = {
+        status: (int(count), oldest) for status, count, oldest in rows
+    }
+    pending, oldest = counts.get(PENDING, (0, None))
+    return Backlog(
+        pending=pending, failed=counts.get(FAILED, (0, None))[0], oldest_pending_at=oldest
+    )
+
+
+async def list_jobs(
+    session: AsyncSession, *, status: str | None = None, limit: int = 100
+) -> list[Job]:
+    """Jobs oldest first, all or of one status (``pending`` or ``failed``)."""
+    query = select(Job).order_by(Job.id).limit(limit)
+    if status is not None:
+        query = query.where(Job.status == status)
+    return list(await session.scalars(query))
+
+
+async def retry_failed(session: AsyncSession, now: datetime, ids: Sequence[int] = ()) -> int:
+    """Queue failed jobs (those ``ids``, or all) again, due now; returns how many."""
+    query = update(Job).where(Job.status == FAILED)
+    if ids:
+        query = query.where(Job.id.in_(list(ids)))
+    result = await session.execute(
+        query.values(status=PENDING, attempts=0, next_attempt_at=now, updated_at=now)
+    )
+    return _rowcount(result)
+
+
+def lease_end(now: datetime, seconds: float) -> datetime:
+    return now + timedelta(seconds=seconds)
+
+
+def _rowcount(result: Any) -> int:
+    return int(getattr(result, "rowcount", 0) or 0)

@@ -1,0 +1,31 @@
+"""Settings of durable learning, from ``LIZ_LEARNING_*`` environment variables or ``.env``."""
+
+from __future__ import annotations
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class LearningSettings(BaseSettings):
+    """How this process works the queue of learning jobs."""
+
+    model_config = SettingsConfigDict(env_prefix="LIZ_LEARNING_", env_file=".env", extra="ignore")
+
+    # Work the queue in this process (every liz process does unless told not to).
+    worker: bool = True
+    # How often an idle worker looks for jobs that became due (seconds).
+    poll_seconds: float = Field(default=5.0, gt=0)
+    # Jobs tried at once by one process (each is a different user: a user's are in order).
+    concurrency: int = Field(default=4, ge=1, le=64)
+    # A worker's claim on a job; when it runs out (the process died), another takes over.
+    lease_seconds: float = Field(default=300.0, gt=0)
+    # A message whose reply never came (the process died mid-request) is learned from
+    # alone after this long.
+    reply_wait_seconds: float = Field(default=300.0, ge=0)
+    # Retries wait about this long first, then twice as long each time, up to the cap,
+    # for as long as the LLM or the database stays down.
+    first_retry_seconds: float = Field(default=5.0, gt=0)
+    max_retry_seconds: float = Field(default=900.0, gt=0)
+    # Unusable LLM answers (not JSON, wrong shape) for one message before it is given
+    # up on and listed as failed (`liz facts queue --failed`).
+    max_bad_answers: int = Field(default=5, ge=1, le=100)
