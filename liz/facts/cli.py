@@ -21,8 +21,11 @@ from liz.config import Settings
 from liz.errors import LizError
 from liz.facts.domain import Fact
 from liz.facts.store import FactStore
+from liz.learning_queue.cli import retry, show_queue
 
 facts_app = typer.Typer(help="Inspect and maintain what agents know about users (long-term facts).")
+facts_app.command("queue")(show_queue)
+facts_app.command("retry")(retry)
 console = Console()
 T = TypeVar("T")
 
@@ -35,7 +38,7 @@ def _run(work: Callable[[FactStore], Awaitable[T]]) -> T:
     from liz.bootstrap import open_runtime
 
     async def main() -> T:
-        async with open_runtime(Settings()) as runtime:
+        async with open_runtime(Settings(), learn=False) as runtime:
             if runtime.facts is None:
                 raise LizError(
                     "the facts store needs an LLM for embeddings: set OPENAI_API_KEY, "

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from typing import Any
 
 from sqlalchemy import text
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from liz.agent import BaseAgent
+from liz.learning_queue.health import learning_backlog
 from liz.pipeline import AgentFramework
 
 logger = logging.getLogger(__name__)
@@ -49,7 +51,8 @@ async def health(request: Request) -> Response:
         database = f"unreachable: {type(exc).__name__}"
     llm = "configured" if framework.runtime.llm_client is not None else "not configured"
     status = 200 if database == "ok" else 503
-    return JSONResponse(
-        {"status": "ok" if status == 200 else "degraded", "database": database, "llm": llm},
-        status_code=status,
-    )
+    body: dict[str, Any] = {"status": "ok" if status == 200 else "degraded"}
+    body.update(database=database, llm=llm)
+    if framework.runtime.facts is not None:  # the facts still to learn
+        body["learning"] = await learning_backlog(framework.runtime)
+    return JSONResponse(body, status_code=status)

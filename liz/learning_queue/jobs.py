@@ -247,15 +247,20 @@ async def list_jobs(
     return list(await session.scalars(query))
 
 
-async def retry_failed(session: AsyncSession, now: datetime, ids: Sequence[int] = ()) -> int:
-    """Queue failed jobs (those ``ids``, or all) again, due now; returns how many."""
-    query = update(Job).where(Job.status == FAILED)
-    if ids:
-        query = query.where(Job.id.in_(list(ids)))
-    result = await session.execute(
-        query.values(status=PENDING, attempts=0, next_attempt_at=now, updated_at=now)
-    )
-    return _rowcount(result)
+async def retry_now(session: AsyncSession, now: datetime, ids: Sequence[int] = ()) -> int:
+    """Make jobs (those ``ids``, or all) due now: failed ones are queued again with a
+    fresh count of tries, pending ones skip the rest of their backoff. Returns how many."""
+    changed = 0
+    for status, values in (
+        (FAILED, {"status": PENDING, "attempts": 0}),
+        (PENDING, {}),
+    ):
+        query = update(Job).where(Job.status == status)
+        if ids:
+            query = query.where(Job.id.in_(list(ids)))
+        result = await session.execute(query.values(next_attempt_at=now, updated_at=now, **values))
+        changed += _rowcount(result)
+    return changed
 
 
 def lease_end(now: datetime, seconds: float) -> datetime:

@@ -1,0 +1,116 @@
+"""``liz facts queue`` and ``liz facts retry``: the messages still to learn from.
+
+>>> liz facts queue              # the backlog and the failed jobs, oldest first
+>>> liz facts queue --failed     # only the jobs no retry could fix, with the reason
+>>> liz facts retry 12 15        # try these jobs again now
+>>> liz facts retry --all        # every failed job again, every waiting job now
+
+They need the database only, not the LLM; a running liz process does the work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Annotated, NoReturn, TypeVar
+
+import typer
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncSession
+
+    from liz.learning_queue.tables import LearningJobRecord
+
+T = TypeVar("T")
+
+
+def show_queue(
+    failed: Annotated[
+        bool, typer.Option("--failed", help="Only jobs that failed for good, with the reason.")
+    ] = False,
+    limit: Annotated[int, typer.Option(min=1, help="At most this many jobs.")] = 50,
+) -> None:
+    """List the messages still to learn facts from (oldest first) and the failed ones."""
+    from liz.learning_queue import jobs
+    from liz.learning_queue.tables import FAILED
+
+    async def read(session: AsyncSession) -> tuple[jobs.Backlog, list[LearningJobRecord]]:
+        return await jobs.backlog(session), await jobs.list_jobs(
+            session, status=FAILED if failed else None, limit=limit
+        )
+
+    found, listed = _with_session(read)
+    age = found.oldest_age_seconds(datetime.now(UTC))
+    oldest = f" (oldest {age:.0f} s old)" if age is not None else ""
+    typer.echo(f"learning queue: {found.pending} pending{oldest}, {found.failed} failed")
+    for job in listed:
+        typer.echo(_line(job))
+
+
+def retry(
+    job_ids: Annotated[
+        list[int] | None, typer.Argument(help="Job ids (from `liz facts queue`).")
+    ] = None,
+    everything: Annotated[
+        bool, typer.Option("--all", help="Every failed job, and every job waiting to retry.")
+    ] = False,
+) -> None:
+    """Try jobs again now: failed ones are queued again, waiting ones skip their backoff."""
+    from liz.learning_queue import jobs
+
+    if not job_ids and not everything:
+        _fail("name the jobs to retry (ids from `liz facts queue`) or pass --all")
+    ids = [] if everything else list(job_ids or [])
+
+    async def change(session: AsyncSession) -> int:
+        async with session.begin():
+            return await jobs.retry_now(session, datetime.now(UTC), ids)
+
+    count = _with_session(change)
+    if ids and count < len(ids):
+        typer.echo(f"{len(ids) - count} of the jobs named are not in the queue (learned already?)")
+    typer.echo(f"{count} jobs due now; a running liz process learns from them")
+
+
+def _line(job: LearningJobRecord) -> str:
+    due = "" if job.status != "pending" else f"  next try {job.next_attempt_at:%Y-%m-%d %H:%M:%S}"
+    error = f"\n      {job.last_error}" if job.last_error else ""
+    return (
+        f"#{job.id:<6} {job.status:<7} agent {job.agent_id}, user {job.user_id}, "
+        f"message {job.memory_id}, {job.attempts} failed tries{due}{error}"
+    )
+
+
+def _with_session(work: Callable[[AsyncSession], Awaitable[T]]) -> T:
+    """Run ``work`` on a session of the configured database; errors end the command."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from liz.config import Settings
+    from liz.db.engine import create_engine, make_sessionmaker
+    from liz.errors import LizError
+
+    async def main() -> T:
+        settings = Settings()
+        engine = create_engine(settings.database_url, settings, pooled=False)
+        try:
+            async with make_sessionmaker(engine)() as session:
+                return await work(session)
+        finally:
+            await engine.dispose()
+
+    try:
+        return asyncio.run(main())
+    except LizError as exc:
+        _fail(exc.message)
+    except (SQLAlchemyError, OSError) as exc:
+        detail = getattr(exc, "orig", None) or exc
+        _fail(
+            f"cannot read the learning queue ({type(detail).__name__}: {detail}); check "
+            "DATABASE_URL and run `liz db upgrade`"
+        )
+
+
+def _fail(message: str) -> NoReturn:
+    typer.secho(f"error: {message}", err=True, fg=typer.colors.RED)
+    raise typer.Exit(2)
