@@ -70,7 +70,8 @@ def retry(
     count = _with_session(change)
     if ids and count < len(ids):
         typer.echo(f"{len(ids) - count} of the jobs named are not in the queue (learned already?)")
-    typer.echo(f"{count} jobs due now; a running liz process learns from them")
+    jobs_due = "1 job" if count == 1 else f"{count} jobs"
+    typer.echo(f"{jobs_due} due now; a running liz process learns from them")
 
 
 def _line(job: LearningJobRecord) -> str:

@@ -251,14 +251,16 @@ async def retry_now(session: AsyncSession, now: datetime, ids: Sequence[int] = (
     """Make jobs (those ``ids``, or all) due now: failed ones are queued again with a
     fresh count of tries, pending ones skip the rest of their backoff. Returns how many."""
     changed = 0
-    for status, values in (
-        (FAILED, {"status": PENDING, "attempts": 0}),
+    for status, values in (  # pending first: the failed ones become pending
         (PENDING, {}),
+        (FAILED, {"status": PENDING, "attempts": 0}),
     ):
         query = update(Job).where(Job.status == status)
         if ids:
             query = query.where(Job.id.in_(list(ids)))
-        result = await session.execute(query.values(next_attempt_at=now, updated_at=now, **values))
+        # Due since it was queued: due now for every worker, whatever its clock says.
+        due = {"next_attempt_at": Job.created_at, "updated_at": now}
+        result = await session.execute(query.values(**due, **values))
         changed += _rowcount(result)
     return changed
 
