@@ -81,9 +81,7 @@ async def test_two_workers_learn_every_message_once_and_in_order(
 
     slow.brain.extraction_down = False
     await first.clock.advance(hours=2)
-    await asyncio.gather(
-        first.runtime.learning.work_due(), second.runtime.learning.work_due()
-    )
+    await asyncio.gather(first.runtime.learning.work_due(), second.runtime.learning.work_due())
     for world in (first, second):
         await world.settle()
 

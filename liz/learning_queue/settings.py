@@ -26,6 +26,9 @@ class LearningSettings(BaseSettings):
     # for as long as the LLM or the database stays down.
     first_retry_seconds: float = Field(default=5.0, gt=0)
     max_retry_seconds: float = Field(default=900.0, gt=0)
+    # On shutdown, how long tries under way may take before they are cancelled (their
+    # jobs stay queued for the next process).
+    shutdown_seconds: float = Field(default=10.0, ge=0)
     # Unusable LLM answers (not JSON, wrong shape) for one message before it is given
     # up on and listed as failed (`liz facts queue --failed`).
     max_bad_answers: int = Field(default=5, ge=1, le=100)

@@ -58,6 +58,7 @@ class LearningWorker:
         self._round: asyncio.Task[None] | None = None
         self._again = False
         self._stopping = False
+        self._active: set[asyncio.Task[None]] = set()  # rounds and tries right after a reply
 
     # -- the process ---------------------------------------------------------------------
 
@@ -68,13 +69,20 @@ class LearningWorker:
             self._poller = asyncio.create_task(self._poll(), name="liz-learning-poller")
 
     async def stop(self) -> None:
-        """Stop polling and claiming; tries under way finish (the runtime drains them)."""
+        """Stop polling and claiming; give tries under way ``shutdown_seconds`` to finish,
+        then cancel them (their jobs go back to the queue, untouched)."""
         self._stopping = True
         poller, self._poller = self._poller, None
         if poller is not None:
             poller.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await poller
+        active = {task for task in self._active if not task.done()}
+        if active:
+            _, late = await asyncio.wait(active, timeout=self.settings.shutdown_seconds)
+            for task in late:
+                task.cancel()
+            await asyncio.gather(*late, return_exceptions=True)
 
     def wake(self) -> None:
         """Look for due jobs now, in the background."""
@@ -84,6 +92,7 @@ class LearningWorker:
             self._again = True
             return
         self._round = self._runtime.background.spawn(self._work_rounds(), name="liz-learning")
+        self._track(self._round)
 
     async def work_due(self) -> None:
         """Try every due job now and wait until that is done."""
@@ -136,6 +145,9 @@ class LearningWorker:
         facts = self._runtime.facts
         if facts is None or self._stopping:
             return
+        task = asyncio.current_task()
+        if task is not None:
+            self._track(task)
         try:
             claimed = await self._claim(memory_id=memory_id)
         except Exception as exc:
@@ -162,6 +174,9 @@ class LearningWorker:
                     await self._learn(facts, job, exchange)
         except AlreadyLearned:
             pass
+        except asyncio.CancelledError:
+            await self._release(job)
+            raise
         except Exception as exc:
             await self._failed(job, exc, tries, right_after_reply=True)
         self.wake()  # this user's next message, and anything else due
@@ -179,10 +194,17 @@ class LearningWorker:
             await self._learn(facts, job, exchange)
         except AlreadyLearned:
             return False
+        except asyncio.CancelledError:
+            await self._release(job)
+            raise
         except Exception as exc:
             await self._failed(job, exc, 1)
             return is_outage(exc)
         return False
+
+    def _track(self, task: asyncio.Task[None]) -> None:
+        self._active.add(task)
+        task.add_done_callback(self._active.discard)
 
     async def _learn(self, facts: FactStore, job: Job, exchange: list[dict[str, str]]) -> None:
         async def finish_in(session: AsyncSession) -> None:
@@ -242,6 +264,10 @@ class LearningWorker:
                 reason,
             )
             await self._give_up(job, tries, reason)
+
+    async def _release(self, job: Job) -> None:
+        now = self._runtime.clock.now()
+        await self._write(lambda s: jobs.release(s, job.id, self.owner, now))
 
     async def _give_up(self, job: Job, tries: int, reason: str) -> None:
         now = self._runtime.clock.now()
