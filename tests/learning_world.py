@@ -55,8 +55,8 @@ def learning_settings(**overrides: Any) -> LearningSettings:
 
 
 def fact_text(said: str) -> str:
-    """The one fact the scripted brain learns from a message."""
-    return f"User wrote {said}"
+    """The one fact the scripted brain learns from a message (from its first 60 characters)."""
+    return f"User wrote {said[:60]}"
 
 
 @dataclass
@@ -66,6 +66,7 @@ class Brain:
     replies_down: bool = False
     extraction_down: bool = False
     bad_answers: bool = False
+    padding: int = 0  # characters added to each fact (facts that need room to store)
     learned_from: list[str] = field(default_factory=list)  # successful extractions, in order
 
     def __call__(self, request: RecordedRequest) -> Any:
@@ -78,7 +79,11 @@ class Brain:
             self.learned_from.append(said)
             return {
                 "facts": [
-                    {"text": fact_text(said), "subject": "user", "categories": ["notes", "misc"]}
+                    {
+                        "text": fact_text(said) + " " * self.padding + "." * bool(self.padding),
+                        "subject": "user",
+                        "categories": ["notes", "misc"],
+                    }
                 ]
             }
         if self.replies_down:

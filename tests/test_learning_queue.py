@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 from sqlalchemy import event
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from liz.http import create_app
@@ -183,16 +184,20 @@ async def test_a_full_disk_delays_learning_and_loses_nothing(
     world: World, engine: AsyncEngine
 ) -> None:
     world.brain.extraction_down = True
+    world.brain.padding = 900  # each fact needs room of its own
     users = [f"user-{n}" for n in range(6)]
     for user in users:
-        await world.say(user, f"{user} has a long story to tell " + "and more " * 200)
+        await world.say(user, f"{user} tells a long story")
     await world.settle()
     disk = SqliteDisk(engine)
     await disk.fill()
     world.brain.extraction_down = False
     for _ in range(3):
         await world.later(hours=1)
-    assert [await world.facts_of(user) for user in users] == [[]] * len(users)
+    # Writes that still fit in the file's free room went through; the others wait.
+    learned = sum([len(await world.facts_of(user)) for user in users])
+    assert learned < len(users)
+    assert (await backlog_of(world))["pending"] == len(users) - learned
 
     await disk.free()
     await world.later(hours=1)
@@ -216,10 +221,22 @@ class SqliteDisk:
             cursor.close()
 
     async def fill(self) -> None:
-        async with self.engine.connect() as connection:
+        """Stop the file growing, then fill what room is left in it."""
+        async with self.engine.begin() as connection:
+            await connection.exec_driver_sql('CREATE TABLE "DiskFiller" (junk BLOB)')
             pages = (await connection.exec_driver_sql("PRAGMA page_count")).scalar_one()
         self.limit = int(pages)
         await self.engine.dispose()  # every connection from now on sees the limit
+        for size in (4000, 500, 50, 1):
+            while True:
+                try:
+                    async with self.engine.begin() as connection:
+                        await connection.exec_driver_sql(
+                            f'INSERT INTO "DiskFiller" VALUES (randomblob({size}))'
+                        )
+                except OperationalError as exc:
+                    assert "full" in str(exc)
+                    break
 
     async def free(self) -> None:
         self.limit = None

@@ -24,8 +24,6 @@ from liz.facts.store import FactStore
 from liz.learning_queue.cli import retry, show_queue
 
 facts_app = typer.Typer(help="Inspect and maintain what agents know about users (long-term facts).")
-facts_app.command("queue")(show_queue)
-facts_app.command("retry")(retry)
 console = Console()
 T = TypeVar("T")
 
@@ -134,3 +132,8 @@ def reindex(
             lambda store: store.reindex(agent, user, everything=everything, progress=advance)
         )
     typer.echo(f"re-embedded {count} facts")
+
+
+# The learning queue (liz.learning_queue): what is still to be learned, and retrying it.
+facts_app.command("queue")(show_queue)
+facts_app.command("retry")(retry)

@@ -15,11 +15,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, exists, func, or_, select, update
+from sqlalchemy import case, delete, exists, func, literal, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
 from liz.db.models import MemoryRecord
+from liz.db.types import UTCDateTime
 from liz.learning_queue.tables import FAILED, PENDING, LearningJobRecord
 from liz.types import Memory
 
@@ -68,16 +69,16 @@ async def reply_came(
 ) -> None:
     """The turn is over (``reply_id`` is the stored reply, or None when it failed):
     an untried job is due now."""
-    values: dict[str, Any] = {"updated_at": now}
+    values: dict[str, Any] = {
+        "updated_at": now,
+        "next_attempt_at": case(
+            (Job.attempts == 0, literal(now, UTCDateTime())), else_=Job.next_attempt_at
+        ),
+    }
     if reply_id is not None:
         values["reply_memory_id"] = reply_id
     await session.execute(
         update(Job).where(Job.memory_id == memory_id, Job.status == PENDING).values(**values)
-    )
-    await session.execute(
-        update(Job)
-        .where(Job.memory_id == memory_id, Job.status == PENDING, Job.attempts == 0)
-        .values(next_attempt_at=now)
     )
 
 

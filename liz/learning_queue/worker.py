@@ -33,6 +33,7 @@ from liz.learning_queue.jobs import Job
 from liz.learning_queue.outcomes import describe, is_outage, next_try, worth_retrying
 from liz.learning_queue.settings import LearningSettings
 from liz.retry import retrying
+from liz.settings_errors import load_settings
 
 if TYPE_CHECKING:
     from liz.facts.store import FactStore
@@ -51,7 +52,7 @@ class LearningWorker:
 
     def __init__(self, runtime: Runtime, settings: LearningSettings | None = None) -> None:
         self._runtime = runtime
-        self.settings = settings or LearningSettings()
+        self.settings = settings or load_settings(LearningSettings)
         # Names this worker in the claims it holds: host, process, and this run.
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._poller: asyncio.Task[None] | None = None
