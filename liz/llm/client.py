@@ -29,6 +29,7 @@ from liz.llm.messages import Prompt, build_messages
 from liz.llm.output import answer_text, parse_answer, refusal_note
 from liz.llm.schema import response_schema, schema_name
 from liz.templates import PromptTemplates, default_templates
+from liz.trace import record_llm_call
 
 if TYPE_CHECKING:
     import httpx
@@ -257,6 +258,7 @@ class LLMClient:
         messages = build_messages(prompt, system=system, image_urls=image_urls)
         chosen = model or self.model_for(size)
         extra: dict[str, Any] = {} if temperature is None else {"temperature": temperature}
+        record_llm_call(chosen, messages, streamed=True)
         try:
             chunks = await self.openai.chat.completions.create(
                 model=chosen, messages=cast(Any, messages), stream=True, **extra
@@ -322,6 +324,7 @@ class LLMClient:
         if response_format is not None:
             extra["response_format"] = response_format
         log.debug("chat completion: model %s, %d messages", model, len(messages))
+        record_llm_call(model, messages, streamed=False, response_format=response_format)
         try:
             completion: ChatCompletion = await self.openai.chat.completions.create(
                 model=model, messages=cast(Any, messages), stream=False, **extra
