@@ -176,9 +176,7 @@ class Trace:
             return
         choice = req.route_choice
         if choice is not None and choice.route == res.reply.route:
-            self.route = RouteTrace(
-                res.reply.route, "router", choice.confidence, choice.reasoning
-            )
+            self.route = RouteTrace(res.reply.route, "router", choice.confidence, choice.reasoning)
         elif req.input.source.is_internal and req.input.route == res.reply.route:
             self.route = RouteTrace(res.reply.route, "caller")
         else:
@@ -207,6 +205,6 @@ def record_llm_call(
 
 
 def step_name(step: object) -> str:
-    """A step's name as people wrote it: ``load_memories`` for ``load_memories(limit=50)``."""
+    """A step's name: ``router``; ``load_memories.load`` for the step ``load_memories()`` made."""
     qualname = getattr(step, "__qualname__", None) or type(step).__qualname__
-    return str(qualname).split(".<locals>.")[0]
+    return str(qualname).replace(".<locals>", "")
