@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from liz.app import App
 
 Lifespan = Callable[[Starlette], AbstractAsyncContextManager[None]]
-PAGES = ("/playground", "/docs")
 
 
 def routes(settings: Settings) -> list[BaseRoute]:
@@ -54,7 +53,8 @@ def starlette_app(settings: Settings, lifespan: Lifespan | None = None) -> Starl
         )
     if settings.liz_api_key:
         # A browser asking for a page without the key is asked for it (a 401 page).
-        middleware.append(Middleware(KeyPromptGate, pages=PAGES))
+        pages = ["/docs", *(["/playground"] if settings.liz_playground else [])]
+        middleware.append(Middleware(KeyPromptGate, pages=pages))
         middleware.append(Middleware(BearerAuth, api_key=settings.liz_api_key.get_secret_value()))
     return Starlette(
         routes=routes(settings),
