@@ -85,7 +85,7 @@ def operations() -> dict[str, dict[str, Any]]:
                     query(
                         "trace",
                         "1 (or true): add the turn's trace",
-                        {"enum": ["0", "1", "true", "false"]},
+                        {"type": "string", "enum": ["0", "1", "true", "false"]},
                     ),
                 ],
                 "requestBody": {
@@ -148,7 +148,7 @@ def operations() -> dict[str, dict[str, Any]]:
                     query(
                         "includeRetired",
                         "Also retired facts (list only)",
-                        {"enum": ["true", "false"]},
+                        {"type": "string", "enum": ["true", "false"]},
                     ),
                 ],
                 "responses": {
