@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from liz.agent import BaseAgent
+from liz.character import Character
 from liz.config import Settings
 from liz.errors import LizError, LLMError, LLMNotConfigured, StorageError, UsageError
 from liz.pipeline import AgentFramework, AgentRequest, AgentResponse, compose
 from liz.types import (
     AgentReply,
-    Character,
     InputObject,
     InputSource,
     InputType,

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from liz.agent import BaseAgent
+from liz.character import Character
 from liz.errors import UsageError
 from liz.routes import conversation, create_new_tweet
 from liz.templates import PromptTemplates
-from liz.types import Character
 
 DATA = Path(__file__).parent / "data"
 

@@ -23,7 +23,7 @@ FACTS = f"/agents/{AGENT}/users/{USER}/facts"
 
 @pytest.fixture
 async def client(runtime: Runtime, store: MemoryStore) -> AsyncIterator[httpx.AsyncClient]:
-    from liz.types import Character
+    from liz.character import Character
 
     runtime.memory = store
     agents = {AGENT: BaseAgent(Character(agent_id=AGENT, name="Ada"))}
