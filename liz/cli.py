@@ -13,6 +13,7 @@ import httpx
 import typer
 import uvicorn
 
+from liz.agents_cli import agents_app
 from liz.config import Settings
 from liz.errors import LizError
 from liz.memory.cli import memory_app
@@ -21,6 +22,7 @@ app = typer.Typer(help="Run liz agents: an HTTP server, a chat prompt, the Twitt
 db_app = typer.Typer(help="Manage the database schema.")
 app.add_typer(db_app, name="db")
 app.add_typer(memory_app, name="memory")
+app.add_typer(agents_app, name="agents")
 
 AgentsOption = Annotated[
     Path | None,
