@@ -20,7 +20,7 @@ from liz.templates import PromptTemplates, default_templates
 
 log = logging.getLogger(__name__)
 
-DEFAULT_AGENTS_DIR = Path(__file__).resolve().parent.parent / "agents"
+DEFAULT_AGENTS_DIR = Path(__file__).parent / "agents"  # the bundled agents, as installed
 PYTHON_FORMAT = "python"
 
 

@@ -62,9 +62,10 @@ async def open_runtime(
 def build_framework(
     runtime: Runtime, middleware: Sequence[Middleware] | None = None
 ) -> AgentFramework:
-    """A framework running ``middleware``, by default the standard chain."""
-    from middleware import standard_middleware
+    """A framework running ``middleware``, by default the standard chain.
 
-    framework = AgentFramework(runtime)
-    framework.use(*(standard_middleware if middleware is None else middleware))
-    return framework
+    Steps added with ``framework.use`` and each agent's own run before it.
+    """
+    from liz.middleware import standard_middleware
+
+    return AgentFramework(runtime, standard_middleware if middleware is None else middleware)

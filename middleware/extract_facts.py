@@ -41,7 +41,6 @@ def extract_facts(attempts: int | None = None, wait_seconds: float = 2.0) -> Mid
             {"role": "assistant", "content": res.reply.text},
         ]
         tries = attempts or memory.settings.extract_attempts
-        source = req.state.get("input_memory_id")
         req.runtime.background.spawn(
             _learn(
                 memory,
@@ -49,7 +48,7 @@ def extract_facts(attempts: int | None = None, wait_seconds: float = 2.0) -> Mid
                 req.input.agent_id,
                 req.input.user_id,
                 req.agent.name,
-                source if isinstance(source, str) else None,
+                req.input_memory_id,
                 tries,
                 wait_seconds,
             ),

@@ -12,14 +12,14 @@ from liz.agent import BaseAgent
 from liz.bootstrap import build_framework
 from liz.character import Character
 from liz.memory.store import MemoryStore
+from liz.middleware import extract_facts, load_memories, recall_facts, validate_input, wrap_context
+from liz.middleware.create_memory import create_memory
+from liz.middleware.router import router
 from liz.pipeline import AgentFramework
 from liz.routes import conversation
 from liz.runtime import Runtime
 from liz.testing.openai_server import RecordedRequest, ScriptedError, ScriptedOpenAI
 from liz.types import InputObject
-from middleware import extract_facts, load_memories, recall_facts, validate_input, wrap_context
-from middleware.create_memory import create_memory
-from middleware.router import router
 from tests.fixtures.memory import AGENT, USER, extraction, fact, seed
 
 pytestmark = pytest.mark.anyio

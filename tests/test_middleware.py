@@ -15,12 +15,7 @@ from liz.character import Character
 from liz.db.memories import insert_memory
 from liz.db.models import MemoryRecord
 from liz.memory.store import MemoryStore
-from liz.pipeline import AgentFramework
-from liz.routes import conversation
-from liz.runtime import Runtime
-from liz.testing.openai_server import ScriptedOpenAI
-from liz.types import InputObject, InputSource, Memory, Route
-from middleware import (
+from liz.middleware import (
     create_memory,
     load_memories,
     router,
@@ -28,6 +23,11 @@ from middleware import (
     validate_input,
     wrap_context,
 )
+from liz.pipeline import AgentFramework
+from liz.routes import conversation
+from liz.runtime import Runtime
+from liz.testing.openai_server import ScriptedOpenAI
+from liz.types import InputObject, InputSource, Memory, Route
 
 pytestmark = pytest.mark.anyio
 
