@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -103,14 +104,20 @@ def load_agents(
         if item.ignored:
             log.warning("%s: liz does not use the fields %s", item.path, ", ".join(item.ignored))
     agents = {item.agent.agent_id: item.agent for item in found.loaded}
-    if prompts_dir is not None:
-        if not Path(prompts_dir).is_dir():
-            raise UsageError(f"LIZ_PROMPTS_DIR {str(prompts_dir)!r} is not a folder")
-        overridden = PromptTemplates(prompts_dir)
-        for agent in agents.values():
-            if agent.templates is default_templates:
-                agent.templates = overridden
+    apply_prompts_dir(agents.values(), prompts_dir)
     return agents
+
+
+def apply_prompts_dir(agents: Iterable[BaseAgent], prompts_dir: str | Path | None) -> None:
+    """Agents on the built-in templates use ``LIZ_PROMPTS_DIR``'s templates first."""
+    if prompts_dir is None:
+        return
+    if not Path(prompts_dir).is_dir():
+        raise UsageError(f"LIZ_PROMPTS_DIR {str(prompts_dir)!r} is not a folder")
+    overridden = PromptTemplates(prompts_dir)
+    for agent in agents:
+        if agent.templates is default_templates:
+            agent.templates = overridden
 
 
 def _agent_from_module(path: Path) -> AgentFile:

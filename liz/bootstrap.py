@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
 from liz.agent_files import DEFAULT_AGENTS_DIR as DEFAULT_AGENTS_DIR
+from liz.agent_files import apply_prompts_dir as apply_prompts_dir
 from liz.agent_files import load_agents as load_agents
 from liz.config import Settings
 from liz.db.engine import create_engine, make_sessionmaker

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from liz.app import App
 from liz.errors import UsageError
 from liz.testing.fake_twitter import FakeTwitter
 from liz.twitter.api_transport import TweepyTransport
@@ -53,4 +54,4 @@ async def test_unknown_agent_is_refused_with_the_known_ids(tmp_path: Path) -> No
     ada = {"agentId": "ada", "name": "Ada", "system": "You are Ada."}
     (tmp_path / "ada.json").write_text(json.dumps(ada))
     with pytest.raises(UsageError, match="no agent with id 'bea'; the agents are: ada"):
-        await run_twitter("bea", dry_run=True, agents_dir=str(tmp_path))
+        await run_twitter(App().add_agents_from(tmp_path), "bea", dry_run=True)
