@@ -13,9 +13,9 @@ from liz.agent_files import apply_prompts_dir as apply_prompts_dir
 from liz.agent_files import load_agents as load_agents
 from liz.config import Settings
 from liz.db.engine import create_engine, make_sessionmaker
+from liz.facts.settings import FactSettings
+from liz.facts.store import FactStore
 from liz.llm import LLMClient
-from liz.memory.settings import MemorySettings
-from liz.memory.store import MemoryStore
 from liz.pipeline import AgentFramework
 from liz.runtime import Runtime
 from liz.types import Clock, Middleware, SystemClock
@@ -27,31 +27,31 @@ async def open_runtime(
     *,
     llm_client: LLMClient | None = None,
     clock: Clock | None = None,
-    memory_settings: MemorySettings | None = None,
+    fact_settings: FactSettings | None = None,
 ) -> AsyncIterator[Runtime]:
     """Open the database and the LLM for one process; close them (after background work) on exit.
 
-    The long-term memory is on when an LLM is configured, unless ``LIZ_MEMORY_ENABLED=false``.
+    The facts store is on when an LLM is configured, unless ``LIZ_FACTS_ENABLED=false``.
     """
-    memory_settings = memory_settings or MemorySettings()
+    fact_settings = fact_settings or FactSettings()
     clock = clock or SystemClock()
     engine = create_engine(settings.database_url, settings)
     llm = llm_client or LLMClient.from_settings(settings)
     sessions = make_sessionmaker(engine)
-    memory = None
-    if llm is not None and memory_settings.enabled:
-        memory = MemoryStore(sessions, llm, engine=engine, clock=clock, settings=memory_settings)
+    facts = None
+    if llm is not None and fact_settings.enabled:
+        facts = FactStore(sessions, llm, engine=engine, clock=clock, settings=fact_settings)
     runtime = Runtime(
         settings=settings,
         engine=engine,
         llm_client=llm,
         clock=clock,
-        memory=memory,
+        facts=facts,
     )
     try:
-        if memory is not None:
+        if facts is not None:
             # Fail at startup, naming the fix, rather than on the first message.
-            await memory.check()
+            await facts.check()
         yield runtime
     finally:
         await runtime.background.drain()

@@ -17,9 +17,12 @@ from liz.errors import LizError
 if TYPE_CHECKING:
     from liz.app import App
 
+# Plain help (no rich rendering): `liz --help` and shell completion start in a blink.
 app = typer.Typer(
     help="Run liz agents: an HTTP server, a chat prompt, the Twitter loop.",
     no_args_is_help=True,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
 )
 db_app = typer.Typer(help="Manage the database schema.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
@@ -187,9 +190,9 @@ def init(
 
 def _register_sub_apps() -> None:
     from liz.agents_cli import agents_app
-    from liz.memory.cli import memory_app
+    from liz.facts.cli import facts_app
 
-    app.add_typer(memory_app, name="memory")
+    app.add_typer(facts_app, name="facts")
     app.add_typer(agents_app, name="agents")
 
 

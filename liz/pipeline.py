@@ -18,7 +18,7 @@ from liz.types import AgentReply, ErrorHandler, InputObject, Memory, Middleware,
 
 if TYPE_CHECKING:
     from liz.agent import BaseAgent
-    from liz.memory.types import Fact
+    from liz.facts.domain import Fact
     from liz.types import RouteChoice
 
 logger = logging.getLogger(__name__)

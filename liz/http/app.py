@@ -13,11 +13,11 @@ from starlette.routing import BaseRoute, Route
 
 from liz.agent import BaseAgent
 from liz.config import Settings
+from liz.facts.http import fact_routes
 from liz.http.agent_input import agent_input
 from liz.http.auth import BearerAuth
 from liz.http.errors import exception_handlers
 from liz.http.info import health, list_agents
-from liz.memory.http import fact_routes
 from liz.pipeline import AgentFramework
 
 if TYPE_CHECKING:
