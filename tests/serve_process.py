@@ -22,11 +22,17 @@ def free_port() -> int:
 
 @contextmanager
 def liz_serve(
-    env: dict[str, str], cwd: Path, *, migrate: bool = True, timeout: float = 60
+    env: dict[str, str],
+    cwd: Path,
+    *,
+    target: str | None = None,
+    migrate: bool = True,
+    timeout: float = 60,
 ) -> Iterator[str]:
-    """Run ``liz serve`` until the block ends; yields its base URL."""
+    """Run ``liz serve [target]`` until the block ends; yields its base URL."""
     port = free_port()
-    command = [sys.executable, "-m", "liz", "serve", "--host", "127.0.0.1", "--port", str(port)]
+    command = [sys.executable, "-m", "liz", "serve", *([target] if target else [])]
+    command += ["--host", "127.0.0.1", "--port", str(port)]
     if not migrate:
         command.append("--no-migrate")
     log = cwd / f"serve-{port}.log"
