@@ -24,7 +24,9 @@ app = typer.Typer(
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
 )
-db_app = typer.Typer(help="Manage the database schema.", no_args_is_help=True)
+db_app = typer.Typer(
+    help="Manage the database schema.", no_args_is_help=True, rich_markup_mode=None
+)
 app.add_typer(db_app, name="db")
 
 TargetArgument = Annotated[

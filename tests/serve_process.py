@@ -1,4 +1,5 @@
-"""Start ``liz serve`` as a real process on a free loopback port, for end-to-end tests."""
+"""The ``liz`` command as real processes, for end-to-end tests: one-shot runs, and
+``liz serve`` on a free loopback port."""
 
 from __future__ import annotations
 
@@ -12,6 +13,21 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+
+
+def run_liz(
+    *args: str, env: dict[str, str], cwd: Path, stdin: str = ""
+) -> subprocess.CompletedProcess[str]:
+    """Run ``liz ARGS`` to its end with ``env`` over this environment."""
+    return subprocess.run(
+        [sys.executable, "-m", "liz", *args],
+        cwd=cwd,
+        env={**os.environ, **env},
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def free_port() -> int:

@@ -15,24 +15,11 @@ import pytest
 
 from liz.testing.openai_server import RecordedRequest, ScriptedOpenAI
 from tests.serve_process import liz_serve
+from tests.serve_process import run_liz as liz
 
 pytestmark = pytest.mark.slow
 
 USER_PROJECT = Path(__file__).parent / "data" / "user_project"
-
-
-def liz(
-    *args: str, env: dict[str, str], cwd: Path, stdin: str = ""
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "liz", *args],
-        cwd=cwd,
-        env={**os.environ, **env},
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def scripted(reply: str) -> ScriptedOpenAI:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 facts_app = typer.Typer(
     help="Inspect and maintain what agents know about users (long-term facts).",
     no_args_is_help=True,
+    rich_markup_mode=None,
 )
 T = TypeVar("T")
 
