@@ -19,7 +19,11 @@ import typer
 if TYPE_CHECKING:
     from liz.agent_files import AgentFile
 
-agents_app = typer.Typer(help="Check agent folders: characters and Python agents.")
+agents_app = typer.Typer(
+    help="Check agent folders: characters and Python agents.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
 
 BAD_FILES_EXIT = 1
 USAGE_EXIT = 2
