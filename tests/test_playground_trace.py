@@ -12,6 +12,7 @@ import pytest
 
 from liz.agent import BaseAgent
 from liz.bootstrap import build_framework
+from liz.character import Character
 from liz.config import Settings
 from liz.facts.store import FactStore
 from liz.http import create_app
@@ -19,7 +20,7 @@ from liz.pipeline import AgentFramework, AgentRequest, AgentResponse, compose
 from liz.routes import conversation
 from liz.runtime import Runtime
 from liz.testing.openai_server import ScriptedOpenAI
-from liz.types import Character, InputObject, Next, Route, RouteChoice
+from liz.types import InputObject, Next, Route, RouteChoice
 from tests.fixtures.facts import AGENT, USER, extraction, fact, seed
 
 pytestmark = pytest.mark.anyio
