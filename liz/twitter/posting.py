@@ -22,8 +22,11 @@ async def first_post_time(ctx: BotContext, rng: random.Random) -> datetime:
     """When the first post of this run is due, counting from the last post stored.
 
     A restart therefore neither posts again at once nor waits a whole interval anew.
+    A dry run writes its first post at once, so the operator sees at once what it would post.
     """
     now = ctx.clock.now()
+    if ctx.dry_run:
+        return now
     async with ctx.sessions() as session:
         last = await last_post_time(session, account_id=ctx.account.id)
     if last is None:
