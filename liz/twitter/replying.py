@@ -6,6 +6,8 @@ so a restart resumes where the last run stopped. X and the database share no
 transaction, so a reply's row is written before posting ("replying") and taken
 back only when X reports the post failed: a crash between the two leaves a tweet
 at most once answered, never twice.
+Every page of new tweets is read back to the cursor before any is handled (a
+storm of mentions may take several polls when X rate-limits the reading).
 Tweets are handled oldest first and a cycle stops at the first failure that
 may pass (X down, rate limit, LLM unavailable), so the cursor never skips an
 unanswered tweet.
@@ -48,7 +50,8 @@ from liz.types import InputObject, InputSource, InputType
 
 logger = logging.getLogger(__name__)
 
-Fetch = Callable[[int | None], Awaitable[list[Tweet]]]
+# fetch(since_id, not_before): every tweet of a stream above the cursor (every page).
+Fetch = Callable[[int | None, datetime | None], Awaitable[list[Tweet]]]
 
 
 class ShouldRespond(BaseModel):
@@ -80,18 +83,27 @@ class ReplyCycle:
     async def run(self) -> None:
         """One pass over mentions, then each target user's timeline."""
         transport = self.ctx.transport
-        await self._run_stream(MENTIONS_STREAM, transport.mentions)
+
+        async def mentions(since_id: int | None, not_before: datetime | None) -> list[Tweet]:
+            return await transport.mentions(since_id, not_before=not_before)
+
+        await self._run_stream(MENTIONS_STREAM, mentions)
         for username in self.ctx.settings.target_users:
-            await self._run_stream(
-                target_stream(username), partial(transport.user_tweets, username)
-            )
+            await self._run_stream(target_stream(username), partial(self._user_tweets, username))
+
+    async def _user_tweets(
+        self, username: str, since_id: int | None, not_before: datetime | None
+    ) -> list[Tweet]:
+        return await self.ctx.transport.user_tweets(username, since_id, not_before=not_before)
 
     async def _run_stream(self, stream: str, fetch: Fetch) -> None:
         ctx = self.ctx
         async with ctx.sessions() as session:
             cursor = await since_id(session, account_id=ctx.account.id, stream=stream)
+        # Every page back to the cursor; with no cursor yet, back to the oldest answerable.
+        not_before = self._oldest_answerable(stream) if cursor is None else None
         try:
-            fetched = await fetch(cursor)
+            fetched = await fetch(cursor, not_before)
         except (TwitterNotFound, TwitterRejected) as exc:
             if stream == MENTIONS_STREAM:
                 raise
