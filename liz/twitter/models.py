@@ -40,8 +40,7 @@ class HandledTweetRecord(Base):
     stream: Mapped[str] = mapped_column(Text)
     conversation_id: Mapped[str | None] = mapped_column("conversationId", Text)
     # "replied", "ignored", "stopped", "failed", "skipped" (too old at first start), or
-    # "replying": marked before posting, so a reply X took is never posted twice, even
-    # if the process died before it could write "replied".
+    # "replying": the reply's tweets are planned in TwitterOutbox and not all on X yet.
     decision: Mapped[str] = mapped_column(Text)
     handled_at: Mapped[datetime] = mapped_column(
         "handledAt", UTCDateTime(), server_default=func.current_timestamp()
