@@ -126,10 +126,10 @@ def test_serve_on_postgres_without_pgvector_names_the_fix(
     env = {"DATABASE_URL": plain_postgres_url, "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}
     result = liz("serve", "--port", "9", env=env, cwd=tmp_path)
     assert result.returncode == 2
-    assert "pgvector" in result.stderr and "LIZ_MEMORY_ENABLED=false" in result.stderr
+    assert "pgvector" in result.stderr and "LIZ_FACTS_ENABLED=false" in result.stderr
 
 
-def test_serve_on_postgres_without_pgvector_runs_with_memory_off(
+def test_serve_on_postgres_without_pgvector_runs_with_facts_off(
     plain_postgres_url: str, tmp_path: Path
 ) -> None:
     server = scripted_agent_llm("Fine without facts.")
@@ -137,7 +137,7 @@ def test_serve_on_postgres_without_pgvector_runs_with_memory_off(
         env = {
             "DATABASE_URL": plain_postgres_url,
             "OPENAI_BASE_URL": base_url,
-            "LIZ_MEMORY_ENABLED": "false",
+            "LIZ_FACTS_ENABLED": "false",
         }
         with liz_serve(env, tmp_path) as url:
             body = {"input": {"agentId": "business-advisor", "userId": "u", "text": "Hi"}}
