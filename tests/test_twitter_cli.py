@@ -68,7 +68,8 @@ async def test_unknown_agent_is_refused_with_the_known_ids(tmp_path: Path) -> No
 async def test_dry_run_writes_its_first_post_at_once_and_stores_nothing(
     tmp_path: Path, scripted: ScriptedOpenAI, llm: LLMClient, caplog: pytest.LogCaptureFixture
 ) -> None:
-    (tmp_path / "ada.json").write_text(json.dumps({"agentId": "ada", "name": "Ada"}))
+    ada = {"agentId": "ada", "name": "Ada", "system": "You are Ada, a tea lover."}
+    (tmp_path / "ada.json").write_text(json.dumps(ada))
     database = tmp_path / "liz.db"
     scripted.respond_with(lambda request: "Steeping a first pot of the day.")
     app = App(
