@@ -12,7 +12,6 @@ It exits 1 when any file is bad, so it can guard a commit or a deploy.
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -47,7 +46,7 @@ def check(
     # Ignored fields are printed below; the log line serve writes would repeat them.
     logging.basicConfig(level=logging.ERROR)
     try:
-        if target is not None and not Path(target).is_dir():
+        if target is not None and (":" in target or target.endswith(".py")):
             _check_app(target)
             return
         from liz.agent_files import read_agents_folder
