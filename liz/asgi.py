@@ -36,8 +36,7 @@ def create_app_for(settings: Settings, agents_dir: str | None) -> Starlette:
                 )
             yield build_framework(runtime)
 
-    api_key = settings.liz_api_key.get_secret_value() if settings.liz_api_key else None
-    return create_served_app(open_framework, agents, api_key)
+    return create_served_app(open_framework, agents, settings)
 
 
 def app_from_env() -> Starlette:

@@ -32,6 +32,10 @@ class Settings(BaseSettings):
     liz_llm_max_retries: int = 2
 
     liz_api_key: SecretStr | None = None
+    # Per-user tokens for browsers: HS256 JWTs signed with this secret, `sub` = userId.
+    liz_jwt_secret: SecretStr | None = None
+    # Seconds one HTTP request may take from start to answer (504 after); 0 turns it off.
+    liz_request_timeout: float = 120.0
     liz_prompts_dir: str | None = None
 
     server_host: str = "127.0.0.1"

@@ -1,4 +1,4 @@
-"""The Starlette app over a framework: the routes, the API-key guard, the error answers."""
+"""The Starlette app over a framework: the routes, the edge middleware, the error answers."""
 
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from starlette.applications import Starlette
-from starlette.middleware import Middleware
 from starlette.routing import BaseRoute, Route
 
 from liz.agent import BaseAgent
+from liz.config import Settings
 from liz.http.agent_input import agent_input
-from liz.http.auth import BearerAuth
+from liz.http.edge import edge_middleware
 from liz.http.errors import exception_handlers
 from liz.http.info import health, list_agents
 from liz.memory.http import fact_routes
@@ -29,11 +29,10 @@ def routes() -> list[BaseRoute]:
     ]
 
 
-def starlette_app(api_key: str | None, lifespan: Lifespan | None = None) -> Starlette:
-    middleware = [Middleware(BearerAuth, api_key=api_key)] if api_key else []
+def starlette_app(settings: Settings, lifespan: Lifespan | None = None) -> Starlette:
     return Starlette(
         routes=routes(),
-        middleware=middleware,
+        middleware=edge_middleware(settings),
         exception_handlers=dict(exception_handlers),
         lifespan=lifespan,
     )
@@ -41,9 +40,7 @@ def starlette_app(api_key: str | None, lifespan: Lifespan | None = None) -> Star
 
 def create_app(framework: AgentFramework, agents: Mapping[str, BaseAgent]) -> Starlette:
     """An app over a framework you built (tests, embedding liz in your own server)."""
-    settings = framework.runtime.settings
-    api_key = settings.liz_api_key.get_secret_value() if settings.liz_api_key else None
-    app = starlette_app(api_key)
+    app = starlette_app(framework.runtime.settings)
     app.state.framework = framework
     app.state.agents = dict(agents)
     return app
@@ -52,7 +49,7 @@ def create_app(framework: AgentFramework, agents: Mapping[str, BaseAgent]) -> St
 def create_served_app(
     open_framework: Callable[[], AbstractAsyncContextManager[AgentFramework]],
     agents: Mapping[str, BaseAgent],
-    api_key: str | None,
+    settings: Settings,
 ) -> Starlette:
     """An app that opens its framework at startup and closes it at shutdown (``liz serve``)."""
 
@@ -62,6 +59,6 @@ def create_served_app(
             app.state.framework = framework
             yield
 
-    app = starlette_app(api_key, lifespan)
+    app = starlette_app(settings, lifespan)
     app.state.agents = dict(agents)
     return app

@@ -1,0 +1,30 @@
+"""The ASGI middleware every request passes before a route, outermost first.
+
+1. ``RequestContext``: the request id, and an answer for any failure;
+2. ``RequestDeadline``: ``LIZ_REQUEST_TIMEOUT``;
+3. ``Authenticate``: ``LIZ_API_KEY`` and user tokens (``LIZ_JWT_SECRET``);
+4. ``BodyLimit``: no body over 1 MB is read.
+"""
+
+from __future__ import annotations
+
+from starlette.middleware import Middleware
+
+from liz.config import Settings
+from liz.http.auth import Authenticate
+from liz.http.body import BodyLimit
+from liz.http.deadline import RequestDeadline
+from liz.http.request_context import RequestContext
+
+
+def edge_middleware(settings: Settings) -> list[Middleware]:
+    api_key = settings.liz_api_key.get_secret_value() if settings.liz_api_key else None
+    jwt_secret = settings.liz_jwt_secret.get_secret_value() if settings.liz_jwt_secret else None
+    middleware = [
+        Middleware(RequestContext),
+        Middleware(RequestDeadline, seconds=settings.liz_request_timeout),
+    ]
+    if api_key or jwt_secret:
+        middleware.append(Middleware(Authenticate, api_key=api_key, jwt_secret=jwt_secret))
+    middleware.append(Middleware(BodyLimit))
+    return middleware
