@@ -33,31 +33,55 @@ def _raised_in_database_code(exc: BaseException) -> bool:
     return False
 
 
-def _cannot_write(exc: sa_exc.DBAPIError) -> bool:
+# SQLite reports outages and mistakes alike as OperationalError; these messages are outages.
+_SQLITE_CANNOT_WRITE = ("readonly", "database or disk is full", "disk i/o error")
+_SQLITE_UNAVAILABLE = ("database is locked", "unable to open database file", "table is locked")
+# PostgreSQL's SQLSTATE classes for outages: connection (08), resources (53),
+# operator intervention (57: shutdown, starting up); and what a read-only database says.
+_PG_UNAVAILABLE_CLASSES = ("08", "53", "57")
+_PG_CANNOT_WRITE = ("25006", "53100")  # read-only transaction, disk full
+
+
+def _outage_kind(exc: sa_exc.DBAPIError) -> str | None:
+    """``"cannot write"``, ``"unavailable"`` or None (not an outage: a bug or bad data)."""
+    sqlstate = getattr(exc.orig, "sqlstate", None)
+    if isinstance(sqlstate, str) and sqlstate:
+        if sqlstate in _PG_CANNOT_WRITE:
+            return "cannot write"
+        if sqlstate[:2] in _PG_UNAVAILABLE_CLASSES:
+            return "unavailable"
+    if exc.connection_invalidated:
+        return "unavailable"
     text = str(exc.orig).lower()
-    return any(words in text for words in ("readonly", "read-only", "disk is full", "disk i/o"))
+    if type(exc.orig).__module__.partition(".")[0] == "sqlite3":
+        if any(words in text for words in _SQLITE_CANNOT_WRITE):
+            return "cannot write"
+        if any(words in text for words in _SQLITE_UNAVAILABLE):
+            return "unavailable"
+        return None
+    if isinstance(exc, sa_exc.InterfaceError) and "closed" in text:
+        return "unavailable"
+    return None
 
 
 def storage_error_for(exc: BaseException) -> StorageError | None:
     """The :class:`StorageError` an outage means, or None when ``exc`` is not one.
 
-    Outages: no connection, a dropped connection, an exhausted pool, a locked, full or
-    read-only database. Bad SQL or data that breaks a constraint are bugs, not outages.
+    Outages: no connection, a dropped connection, an exhausted pool, a server shutting
+    down, a locked, full or read-only database. Bad SQL or data that breaks a
+    constraint are bugs, not outages.
     """
     if isinstance(exc, StorageError):
         return exc
     if isinstance(exc, sa_exc.DBAPIError):
-        if isinstance(exc, sa_exc.OperationalError) and _cannot_write(exc):
+        kind = _outage_kind(exc)
+        if kind == "cannot write":
             return StorageError(
                 "the database cannot store anything right now (its disk is full or it is "
                 "read-only); try again later",
                 retry_after=RETRY_AFTER_SECONDS,
             )
-        if exc.connection_invalidated or isinstance(
-            exc, sa_exc.OperationalError | sa_exc.InterfaceError
-        ):
-            return _unavailable()
-        return None
+        return _unavailable() if kind == "unavailable" else None
     if isinstance(exc, sa_exc.TimeoutError):  # every pooled connection is busy
         return _unavailable()
     is_driver_error = type(exc).__module__.startswith("asyncpg")
