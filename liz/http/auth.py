@@ -35,6 +35,7 @@ USER_PATHS = frozenset(
 )
 _USER_SCOPED_PATH = re.compile(r"/agents/[^/]+/users/(?P<user>[^/]+)(?:/.*)?")
 JWT_ALGORITHM = "HS256"
+BAD_SUBJECT = "the token's sub must be a userId: visible text, at most 256 characters"
 CLOCK_SKEW_SECONDS = 30
 
 
@@ -87,11 +88,13 @@ def user_from_token(token: str, secret: str) -> str:
         raise Unauthorized("the token names an audience (aud); liz tokens carry none") from None
     except jwt.DecodeError:
         raise Unauthorized("the bearer value is neither LIZ_API_KEY nor a valid JWT") from None
+    except jwt.exceptions.InvalidSubjectError:
+        raise Unauthorized(BAD_SUBJECT) from None
     except jwt.InvalidTokenError as exc:
         raise Unauthorized(f"the token is not valid: {exc}") from None
     user_id = claims["sub"]
     if not isinstance(user_id, str) or id_problem(user_id) is not None:
-        raise Unauthorized("the token's sub must be a userId: visible text, at most 256 characters")
+        raise Unauthorized(BAD_SUBJECT)
     return user_id
 
 

@@ -11,15 +11,26 @@ from __future__ import annotations
 from starlette.middleware import Middleware
 
 from liz.config import Settings
+from liz.errors import UsageError
 from liz.http.auth import Authenticate
 from liz.http.body import BodyLimit
 from liz.http.deadline import RequestDeadline
 from liz.http.request_context import RequestContext
 
+# HS256 needs a key at least as long as its hash (RFC 7518, section 3.2).
+MIN_JWT_SECRET_BYTES = 32
+
 
 def edge_middleware(settings: Settings) -> list[Middleware]:
     api_key = settings.liz_api_key.get_secret_value() if settings.liz_api_key else None
     jwt_secret = settings.liz_jwt_secret.get_secret_value() if settings.liz_jwt_secret else None
+    if jwt_secret is not None and len(jwt_secret.encode()) < MIN_JWT_SECRET_BYTES:
+        raise UsageError(
+            f"LIZ_JWT_SECRET must be at least {MIN_JWT_SECRET_BYTES} bytes long; make one with: "
+            "python -c 'import secrets; print(secrets.token_urlsafe(48))'"
+        )
+    if settings.liz_request_timeout < 0:
+        raise UsageError("LIZ_REQUEST_TIMEOUT cannot be negative; 0 turns the deadline off")
     middleware = [
         Middleware(RequestContext),
         Middleware(RequestDeadline, seconds=settings.liz_request_timeout),
