@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
 class Settings(BaseSettings):
@@ -37,6 +37,23 @@ class Settings(BaseSettings):
     # Seconds one HTTP request may take from start to answer (504 after); 0 turns it off.
     liz_request_timeout: float = 120.0
     liz_prompts_dir: str | None = None
+    # The folder of agents served when no app is named (default: the bundled agents).
+    liz_agents_dir: str | None = None
+    # Browser origins allowed to call the HTTP API (CORS), comma-separated; none by default.
+    liz_cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
+
+    @field_validator("liz_cors_origins", mode="before")
+    @classmethod
+    def _split_origins(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [origin.strip() for origin in value.split(",") if origin.strip()]
+        return value
+
+
+class ServerSettings(BaseSettings):
+    """Where ``liz serve`` listens, unless ``--host``/``--port`` say otherwise."""
+
+    model_config = SettingsConfigDict(env_file=".env", extra="ignore")
 
     server_host: str = "127.0.0.1"
-    server_port: int = 3000
+    server_port: int = Field(default=3000, ge=0, le=65535)

@@ -20,7 +20,7 @@ from liz.runtime import Runtime
 from liz.templates import PromptText, default_templates, neutralize, trusted
 from liz.testing.openai_server import ScriptedOpenAI
 from liz.types import InputObject, Next
-from middleware import create_memory, load_memories, router, validate_input, wrap_context
+from liz.middleware import create_memory, load_memories, router, validate_input, wrap_context
 
 pytestmark = pytest.mark.anyio
 

@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from liz.agent import BaseAgent
 from liz.bootstrap import build_framework
+from liz.character import Character
 from liz.config import Settings
 from liz.db.models import MemoryRecord, TweetRecord
 from liz.llm import LLMClient
@@ -28,7 +29,6 @@ from liz.twitter.errors import TwitterAuthError, TwitterTransientError
 from liz.twitter.models import HandledTweetRecord
 from liz.twitter.settings import TwitterSettings
 from liz.twitter.splitter import tweet_length
-from liz.types import Character
 
 LONG_REPLY = (
     "Here is the long answer you asked for. " * 6

@@ -4,18 +4,24 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import TYPE_CHECKING
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
 from starlette.routing import BaseRoute, Route
 
 from liz.agent import BaseAgent
 from liz.config import Settings
+from liz.facts.http import fact_routes
 from liz.http.agent_input import agent_input
 from liz.http.edge import edge_middleware
 from liz.http.errors import exception_handlers
 from liz.http.info import health, list_agents
-from liz.memory.http import fact_routes
 from liz.pipeline import AgentFramework
+
+if TYPE_CHECKING:
+    from liz.app import App
 
 Lifespan = Callable[[Starlette], AbstractAsyncContextManager[None]]
 
@@ -30,9 +36,22 @@ def routes() -> list[BaseRoute]:
 
 
 def starlette_app(settings: Settings, lifespan: Lifespan | None = None) -> Starlette:
+    middleware = []
+    if settings.liz_cors_origins:
+        # Outermost, so a browser's preflight is answered before the key is asked for.
+        middleware.append(
+            Middleware(
+                CORSMiddleware,
+                allow_origins=settings.liz_cors_origins,
+                allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
+                allow_headers=["Authorization", "Content-Type", "Accept", "Idempotency-Key"],
+                expose_headers=["X-Request-Id", "Retry-After", "Idempotent-Replayed"],
+            )
+        )
+    middleware.extend(edge_middleware(settings))
     return Starlette(
         routes=routes(),
-        middleware=edge_middleware(settings),
+        middleware=middleware,
         exception_handlers=dict(exception_handlers),
         lifespan=lifespan,
     )
@@ -46,19 +65,16 @@ def create_app(framework: AgentFramework, agents: Mapping[str, BaseAgent]) -> St
     return app
 
 
-def create_served_app(
-    open_framework: Callable[[], AbstractAsyncContextManager[AgentFramework]],
-    agents: Mapping[str, BaseAgent],
-    settings: Settings,
-) -> Starlette:
-    """An app that opens its framework at startup and closes it at shutdown (``liz serve``)."""
+def served_app(liz_app: App) -> Starlette:
+    """The Starlette app of an :class:`App`: it opens the app's process at startup and
+    closes it at shutdown."""
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with open_framework() as framework:
+        async with liz_app.open() as framework:
             app.state.framework = framework
             yield
 
-    app = starlette_app(settings, lifespan)
-    app.state.agents = dict(agents)
+    app = starlette_app(liz_app.settings, lifespan)
+    app.state.agents = liz_app.agents
     return app
