@@ -35,7 +35,7 @@ class Settings(BaseSettings):
     # Per-user tokens for browsers: HS256 JWTs signed with this secret, `sub` = userId.
     liz_jwt_secret: SecretStr | None = None
     # Seconds one HTTP request may take from start to answer (504 after); 0 turns it off.
-    liz_request_timeout: float = 120.0
+    liz_request_timeout: float = Field(default=120.0, ge=0)
     liz_prompts_dir: str | None = None
     # The folder of agents served when no app is named (default: the bundled agents).
     liz_agents_dir: str | None = None

@@ -15,12 +15,12 @@ import httpx
 import pytest
 
 from liz.agent import BaseAgent
+from liz.middleware import create_memory, load_memories, router, validate_input, wrap_context
 from liz.pipeline import AgentFramework, AgentRequest, AgentResponse
 from liz.runtime import Runtime
 from liz.templates import PromptText, default_templates, neutralize, trusted
 from liz.testing.openai_server import ScriptedOpenAI
 from liz.types import InputObject, Next
-from liz.middleware import create_memory, load_memories, router, validate_input, wrap_context
 
 pytestmark = pytest.mark.anyio
 
