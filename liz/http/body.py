@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from liz.errors import InputError
-from liz.http.errors import error
+from liz.http.errors import error_response
 from liz.input_rules import input_problems, unicode_problem
 from liz.types import InputObject, InputSource
 
@@ -57,7 +57,8 @@ class BodyLimit:
             return
         declared = dict(scope["headers"]).get(b"content-length", b"")
         if declared.isdigit() and int(declared) > self.max_bytes:
-            await error(BodyTooLarge(self.max_bytes).message, 413)(scope, receive, send)
+            request_id = scope.get("state", {}).get("request_id")
+            await error_response(BodyTooLarge(self.max_bytes), request_id)(scope, receive, send)
             return
         received = 0
 

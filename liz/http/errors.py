@@ -51,9 +51,12 @@ def log_failure(exc: LizError, request_id: str | None, cause: BaseException | No
 
 
 def error_response(exc: LizError, request_id: str | None) -> JSONResponse:
-    return JSONResponse(
-        error_body(exc, request_id), status_code=exc.status, headers=retry_after_headers(exc)
-    )
+    headers = retry_after_headers(exc)
+    if exc.status == 413:
+        # The rest of a body too large to read is never read: close the connection
+        # instead of keeping it for the next request.
+        headers["Connection"] = "close"
+    return JSONResponse(error_body(exc, request_id), status_code=exc.status, headers=headers)
 
 
 def request_id_of(request: Request) -> str | None:
