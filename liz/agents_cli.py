@@ -2,6 +2,7 @@
 
 >>> liz agents check            # the bundled agents/
 >>> liz agents check ./agents   # your own folder
+>>> liz agents check app:app    # the agents of your app (MODULE:ATTRIBUTE or a .py file)
 
 ``check`` loads every file as ``liz serve`` would and prints each agent (id, name,
 format, the fields liz does not use) and each file that cannot be used, with why.
@@ -11,7 +12,6 @@ It exits 1 when any file is bad, so it can guard a commit or a deploy.
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -31,20 +31,28 @@ USAGE_EXIT = 2
 
 @agents_app.command("check")
 def check(
-    directory: Annotated[
-        Path | None,
-        typer.Argument(help="Folder of agents (*.py, *.json); default: the bundled agents/."),
+    target: Annotated[
+        str | None,
+        typer.Argument(
+            help="A folder of agents (*.py, *.json), or your app as MODULE:ATTRIBUTE or a .py "
+            "file; default: the bundled agents/.",
+            show_default=False,
+        ),
     ] = None,
 ) -> None:
-    """Load every agent in DIRECTORY without serving; list each agent and each bad file."""
-    from liz.agent_files import read_agents_folder
-    from liz.errors import UsageError
+    """Load every agent of TARGET without serving; list each agent and each bad file."""
+    from liz.errors import LizError
 
     # Ignored fields are printed below; the log line serve writes would repeat them.
     logging.basicConfig(level=logging.ERROR)
     try:
-        found = read_agents_folder(directory)
-    except UsageError as exc:
+        if target is not None and (":" in target or target.endswith(".py")):
+            _check_app(target)
+            return
+        from liz.agent_files import read_agents_folder
+
+        found = read_agents_folder(target)
+    except LizError as exc:
         typer.secho(f"error: {exc.message}", err=True, fg=typer.colors.RED)
         raise typer.Exit(USAGE_EXIT) from exc
     typer.echo(f"agents in {found.folder}:")
@@ -58,6 +66,21 @@ def check(
     typer.echo(summary)
     if found.problems or not found.loaded:
         raise typer.Exit(BAD_FILES_EXIT)
+
+
+def _check_app(target: str) -> None:
+    """An app's agents are built by its own code: importing it is the check."""
+    from liz.target import load_app
+
+    app = load_app(target)
+    typer.echo(f"agents of {target}:")
+    for agent in app.agents.values():
+        routes = ", ".join(route.name for route in agent.get_routes())
+        typer.echo(f"  ok   {agent.agent_id}  name {agent.name!r}  routes {routes}")
+    if not app.agents:
+        typer.echo("no agents: add one with app.add_agent(...)")
+        raise typer.Exit(BAD_FILES_EXIT)
+    typer.echo(f"{len(app.agents)} agent(s) ready")
 
 
 def _describe(item: AgentFile) -> str:

@@ -332,6 +332,16 @@ async def test_dry_run_generates_but_posts_and_marks_nothing(world: World) -> No
 
 
 @pytest.mark.anyio
+async def test_dry_run_writes_its_first_post_at_once(world: World) -> None:
+    await world.start(world.bot(dry_run=True))  # no post_immediately: the interval is 4 hours
+    assert world.brain.posts == 1
+    await world.clock.advance(hours=4)
+    assert world.brain.posts == 2
+    assert world.x.posts == []
+    assert await world.rows(TweetRecord) == []
+
+
+@pytest.mark.anyio
 async def test_bad_credentials_stop_the_bot_with_the_error(world: World) -> None:
     world.x.fail_next(TwitterAuthError("invalid token"), operations=("me",))
     bot = world.bot()

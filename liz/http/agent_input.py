@@ -23,6 +23,7 @@ from liz.http.body import read_input
 from liz.http.deadline import within_deadline
 from liz.http.errors import error_body, log_failure, request_id_of, retry_after_headers
 from liz.http.idempotency import KeyClaim, Outcome, claim
+from liz.http.trace_opt_in import wants_trace
 from liz.pipeline import AgentFramework, AgentResponse
 from liz.types import InputObject, TokenSink
 
@@ -30,6 +31,7 @@ from liz.types import InputObject, TokenSink
 async def agent_input(request: Request) -> Response:
     input = await read_input(request)
     caller_of(request).check_may_act_as(input.user_id)
+    traced = wants_trace(request)
     agents: Mapping[str, BaseAgent] = request.app.state.agents
     agent = agents.get(input.agent_id)
     if agent is None:
@@ -43,10 +45,11 @@ async def agent_input(request: Request) -> Response:
         return replay(key, streaming)
     if streaming:
         return StreamingResponse(
-            stream_events(request, framework, input, agent, key), media_type="text/event-stream"
+            stream_events(request, framework, input, agent, key, traced=traced),
+            media_type="text/event-stream",
         )
     try:
-        result = await take_turn(request, framework, input, agent)
+        result, _ = await take_turn(request, framework, input, agent, traced=traced)
     except BaseException:
         if key is not None:
             await key.release()
@@ -56,11 +59,13 @@ async def agent_input(request: Request) -> Response:
     return JSONResponse(result.body, status_code=result.status, headers=result.headers)
 
 
-def outcome(res: AgentResponse) -> dict[str, Any]:
-    """The reply's JSON body; ``process`` always ends with a reply or an error."""
+def outcome(res: AgentResponse, *, traced: bool = False) -> dict[str, Any]:
+    """The reply's JSON body (with ``trace`` when asked); ``process`` always ends with a
+    reply or an error."""
     if res.reply is None:
         raise RuntimeError("a finished turn has neither reply nor error")
-    return res.reply.to_json_dict()
+    body = res.reply.to_json_dict()
+    return {**body, "trace": res.trace.to_json_dict()} if traced else body
 
 
 def failure(exc: LizError, request: Request) -> Outcome:
@@ -74,16 +79,20 @@ async def take_turn(
     input: InputObject,
     agent: BaseAgent,
     on_token: TokenSink | None = None,
-) -> Outcome:
-    """Run the turn until the request's deadline: the reply, or the failure as an answer."""
+    *,
+    traced: bool = False,
+) -> tuple[Outcome, dict[str, Any] | None]:
+    """Run the turn until the request's deadline: the reply (with its trace when asked),
+    or the failure as an answer; and the trace on its own, for a stream."""
     try:
         async with within_deadline(request):
             res = await framework.process(input, agent, on_token=on_token)
     except LizError as exc:  # the deadline passed
-        return failure(exc, request)
+        return failure(exc, request), None
+    trace = res.trace.to_json_dict() if traced else None
     if res.error is not None:
-        return failure(res.error, request)
-    return Outcome(200, outcome(res))
+        return failure(res.error, request), trace
+    return Outcome(200, outcome(res, traced=traced and on_token is None)), trace
 
 
 def replay(stored: Outcome, streaming: bool) -> Response:
@@ -108,8 +117,11 @@ async def stream_events(
     input: InputObject,
     agent: BaseAgent,
     key: KeyClaim | None,
+    *,
+    traced: bool = False,
 ) -> AsyncIterator[str]:
-    """``token`` events while the reply is written, then one ``reply`` or ``error`` event.
+    """``token`` events while the reply is written, then (when asked) one ``trace`` event,
+    then one ``reply`` or ``error`` event.
 
     The turn runs to its end (or its deadline) even if the client goes away, so its
     memories are whole and a retry with the same ``Idempotency-Key`` gets its outcome.
@@ -121,7 +133,11 @@ async def stream_events(
 
     async def run() -> None:
         try:
-            result = await take_turn(request, framework, input, agent, on_token)
+            result, trace = await take_turn(
+                request, framework, input, agent, on_token, traced=traced
+            )
+            if trace is not None:
+                await events.put(sse("trace", trace))
             if key is not None:
                 await key.record(result)
             final = sse("reply", result.body) if result.status == 200 else error_event(result)

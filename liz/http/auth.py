@@ -30,6 +30,7 @@ USER_PATHS = frozenset(
         ("POST", "/agent/input"),
         ("GET", "/agents"),
         ("GET", "/openapi.json"),
+        ("GET", "/docs"),
         ("GET", "/playground"),
     }
 )

@@ -2,11 +2,14 @@
 
 1. ``RequestContext``: the request id, and an answer for any failure;
 2. ``RequestDeadline``: ``LIZ_REQUEST_TIMEOUT``;
-3. ``Authenticate``: ``LIZ_API_KEY`` and user tokens (``LIZ_JWT_SECRET``);
+3. ``Authenticate``: ``LIZ_API_KEY`` and user tokens (``LIZ_JWT_SECRET``), after any
+   middleware that must see a request before it is refused (the playground's key prompt);
 4. ``BodyLimit``: no body over 1 MB is read.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from starlette.middleware import Middleware
 
@@ -21,7 +24,10 @@ from liz.http.request_context import RequestContext
 MIN_JWT_SECRET_BYTES = 32
 
 
-def edge_middleware(settings: Settings) -> list[Middleware]:
+def edge_middleware(
+    settings: Settings, *, before_auth: Sequence[Middleware] = ()
+) -> list[Middleware]:
+    """The edge middleware for ``settings``; ``before_auth`` goes just before ``Authenticate``."""
     api_key = settings.liz_api_key.get_secret_value() if settings.liz_api_key else None
     jwt_secret = settings.liz_jwt_secret.get_secret_value() if settings.liz_jwt_secret else None
     if jwt_secret is not None and len(jwt_secret.encode()) < MIN_JWT_SECRET_BYTES:
@@ -33,6 +39,7 @@ def edge_middleware(settings: Settings) -> list[Middleware]:
         Middleware(RequestContext),
         Middleware(RequestDeadline, seconds=settings.liz_request_timeout),
     ]
+    middleware.extend(before_auth)
     if api_key or jwt_secret:
         middleware.append(Middleware(Authenticate, api_key=api_key, jwt_secret=jwt_secret))
     middleware.append(Middleware(BodyLimit))

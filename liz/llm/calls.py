@@ -14,6 +14,7 @@ import openai
 from openai import AsyncOpenAI
 
 from liz.llm.errors import LLMOutputError, translate_openai_error
+from liz.trace import record_llm_call
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletion
@@ -36,6 +37,7 @@ async def complete(
     if response_format is not None:
         extra["response_format"] = response_format
     log.debug("chat completion: model %s, %d messages", model, len(messages))
+    record_llm_call(model, messages, streamed=False, response_format=response_format)
     try:
         completion: ChatCompletion = await client.chat.completions.create(
             model=model, messages=cast(Any, messages), stream=False, **extra
@@ -54,6 +56,7 @@ async def stream_deltas(
 ) -> AsyncIterator[str]:
     """One chat completion, streamed: its text deltas as they arrive."""
     extra: dict[str, Any] = {} if temperature is None else {"temperature": temperature}
+    record_llm_call(model, messages, streamed=True)
     try:
         chunks = await client.chat.completions.create(
             model=model, messages=cast(Any, messages), stream=True, **extra

@@ -1,7 +1,7 @@
 """Idempotency keys: the first outcome of a request, replayed to its retries.
 
-Revision ID: 0004_idempotency_keys
-Revises: 0003_twitter
+Revision ID: 0005_idempotency_keys
+Revises: 0004_twitter_outbox
 Create Date: 2026-12-01
 """
 
@@ -14,8 +14,8 @@ from alembic import op
 
 from liz.db.types import UTCDateTime
 
-revision: str = "0004_idempotency_keys"
-down_revision: str | None = "0003_twitter"
+revision: str = "0005_idempotency_keys"
+down_revision: str | None = "0004_twitter_outbox"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
