@@ -76,6 +76,12 @@ class App:
             self._settings = load_settings(Settings)
         return self._settings
 
+    @settings.setter
+    def settings(self, settings: Settings) -> None:
+        if self._asgi is not None:
+            raise UsageError("the app is already serving; set its settings before it starts")
+        self._settings = settings
+
     def use(self, *middleware: Middleware) -> App:
         """Add steps every input runs through, in order, before the agent's and the chain's."""
         for step in middleware:

@@ -17,11 +17,16 @@ from liz.errors import LizError
 if TYPE_CHECKING:
     from liz.app import App
 
+# Plain help (no rich rendering): `liz --help` and shell completion start in a blink.
 app = typer.Typer(
     help="Run liz agents: an HTTP server, a chat prompt, the Twitter loop.",
     no_args_is_help=True,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
 )
-db_app = typer.Typer(help="Manage the database schema.", no_args_is_help=True)
+db_app = typer.Typer(
+    help="Manage the database schema.", no_args_is_help=True, rich_markup_mode=None
+)
 app.add_typer(db_app, name="db")
 
 TargetArgument = Annotated[
@@ -186,9 +191,11 @@ def init(
 
 
 def _register_sub_apps() -> None:
+    from liz.agents_cli import agents_app
     from liz.facts.cli import facts_app
 
     app.add_typer(facts_app, name="facts")
+    app.add_typer(agents_app, name="agents")
 
 
 _register_sub_apps()

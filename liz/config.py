@@ -32,11 +32,18 @@ class Settings(BaseSettings):
     liz_llm_max_retries: int = 2
 
     liz_api_key: SecretStr | None = None
+    # Per-user tokens for browsers: HS256 JWTs signed with this secret, `sub` = userId.
+    liz_jwt_secret: SecretStr | None = None
+    # Seconds one HTTP request may take from start to answer (504 after); 0 turns it off.
+    liz_request_timeout: float = Field(default=120.0, ge=0)
     liz_prompts_dir: str | None = None
     # The folder of agents served when no app is named (default: the bundled agents).
     liz_agents_dir: str | None = None
     # Browser origins allowed to call the HTTP API (CORS), comma-separated; none by default.
     liz_cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # GET /playground and ?trace=1 on POST /agent/input; off for servers whose callers
+    # should not see the agents' prompts.
+    liz_playground: bool = True
 
     @field_validator("liz_cors_origins", mode="before")
     @classmethod

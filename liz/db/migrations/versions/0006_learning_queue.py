@@ -1,7 +1,7 @@
 """The queue of learning jobs: fact extraction stored with the message, done once.
 
-Revision ID: 0004_learning_queue
-Revises: 0003_twitter
+Revision ID: 0006_learning_queue
+Revises: 0005_idempotency_keys
 Create Date: 2026-11-30
 """
 
@@ -14,8 +14,8 @@ from alembic import op
 
 from liz.db.types import UTCDateTime
 
-revision: str = "0004_learning_queue"
-down_revision: str | None = "0003_twitter"
+revision: str = "0006_learning_queue"
+down_revision: str | None = "0005_idempotency_keys"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
