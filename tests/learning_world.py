@@ -14,6 +14,7 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from liz.agent import BaseAgent
+from liz.character import Character
 from liz.config import Settings
 from liz.db.engine import make_sessionmaker
 from liz.facts.settings import FactSettings
@@ -36,7 +37,7 @@ from liz.routes import conversation
 from liz.runtime import Runtime
 from liz.testing.clock import ManualClock
 from liz.testing.openai_server import RecordedRequest, ScriptedError
-from liz.types import Character, InputObject
+from liz.types import InputObject
 
 AGENT = "ada-bot"
 SAID = re.compile(r"^user: (.*)$", re.M)
