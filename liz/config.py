@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
 class Settings(BaseSettings):
@@ -33,6 +33,26 @@ class Settings(BaseSettings):
 
     liz_api_key: SecretStr | None = None
     liz_prompts_dir: str | None = None
+    # The folder of agents served when no app is named (default: the bundled agents).
+    liz_agents_dir: str | None = None
+    # Browser origins allowed to call the HTTP API (CORS), comma-separated; none by default.
+    liz_cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # GET /playground and ?trace=1 on POST /agent/input; off for servers whose callers
+    # should not see the agents' prompts.
+    liz_playground: bool = True
+
+    @field_validator("liz_cors_origins", mode="before")
+    @classmethod
+    def _split_origins(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [origin.strip() for origin in value.split(",") if origin.strip()]
+        return value
+
+
+class ServerSettings(BaseSettings):
+    """Where ``liz serve`` listens, unless ``--host``/``--port`` say otherwise."""
+
+    model_config = SettingsConfigDict(env_file=".env", extra="ignore")
 
     server_host: str = "127.0.0.1"
-    server_port: int = 3000
+    server_port: int = Field(default=3000, ge=0, le=65535)

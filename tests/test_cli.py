@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
@@ -13,6 +10,7 @@ import pytest
 
 from liz.testing.openai_server import RecordedRequest, ScriptedOpenAI
 from tests.serve_process import liz_serve
+from tests.serve_process import run_liz as liz
 
 pytestmark = pytest.mark.slow
 
@@ -30,20 +28,6 @@ def scripted_agent_llm(reply: str) -> ScriptedOpenAI:
 
     server.respond_with(answer)
     return server
-
-
-def liz(
-    *args: str, env: dict[str, str], cwd: Path, stdin: str = ""
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "liz", *args],
-        cwd=cwd,
-        env={**os.environ, **env},
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def test_db_upgrade_creates_the_tables(tmp_path: Path) -> None:

@@ -8,22 +8,26 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Awaitable, Callable
-from typing import Annotated, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from liz.config import Settings
 from liz.errors import LizError
-from liz.facts.domain import Fact
-from liz.facts.store import FactStore
 
-facts_app = typer.Typer(help="Inspect and maintain what agents know about users (long-term facts).")
-console = Console()
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncSession
+
+    from liz.facts.domain import Fact
+    from liz.facts.store import FactStore
+
+# Heavy modules are imported inside the commands, so `liz --help` stays fast.
+facts_app = typer.Typer(
+    help="Inspect and maintain what agents know about users (long-term facts).",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
 T = TypeVar("T")
 
 AgentOption = Annotated[str, typer.Option("--agent", help="Agent id.")]
@@ -33,15 +37,43 @@ UserOption = Annotated[str, typer.Option("--user", help="User id.")]
 def _run(work: Callable[[FactStore], Awaitable[T]]) -> T:
     """Open the runtime from the settings, run ``work`` on its facts store, close it."""
     from liz.bootstrap import open_runtime
+    from liz.config import Settings
+    from liz.settings_errors import load_settings
 
     async def main() -> T:
-        async with open_runtime(Settings()) as runtime:
+        async with open_runtime(load_settings(Settings)) as runtime:
             if runtime.facts is None:
                 raise LizError(
-                    "the facts store needs an LLM for embeddings: set OPENAI_API_KEY, "
-                    "OPENROUTER_API_KEY or OPENAI_BASE_URL"
+                    "searching and re-embedding facts needs an LLM for embeddings: set "
+                    "OPENAI_API_KEY, OPENROUTER_API_KEY or OPENAI_BASE_URL"
                 )
             return await work(runtime.facts)
+
+    return _main(main)
+
+
+def _read(work: Callable[[AsyncSession], Awaitable[T]]) -> T:
+    """Run ``work`` on a session of DATABASE_URL: reading facts needs no LLM."""
+    from liz.config import Settings
+    from liz.db.engine import create_engine, make_sessionmaker
+    from liz.facts.scope_writes import database_errors
+    from liz.settings_errors import load_settings
+
+    async def main() -> T:
+        settings = load_settings(Settings)
+        engine = create_engine(settings.database_url, settings)
+        try:
+            with database_errors():
+                async with make_sessionmaker(engine)() as session:
+                    return await work(session)
+        finally:
+            await engine.dispose()
+
+    return _main(main)
+
+
+def _main(main: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    import asyncio
 
     logging.basicConfig(level=logging.WARNING)
     try:
@@ -67,8 +99,11 @@ def list_facts(
     retired: Annotated[bool, typer.Option("--retired", help="Include retired facts.")] = False,
     limit: Annotated[int, typer.Option(min=1, help="At most this many facts.")] = 100,
 ) -> None:
-    """List a user's facts, newest first."""
-    _show(_run(lambda store: store.list(agent, user, include_retired=retired, limit=limit)))
+    """List a user's facts, newest first (no LLM needed)."""
+    from liz.facts.queries import list_facts as newest_first
+
+    scope = (agent, user)
+    _show(_read(lambda s: newest_first(s, scope, include_retired=retired, limit=limit, offset=0)))
 
 
 @facts_app.command()
@@ -91,8 +126,13 @@ def history(
     agent: AgentOption,
     user: UserOption,
 ) -> None:
-    """Every change to one fact, oldest first."""
-    entries = _run(lambda store: store.history(fact_id, agent, user))
+    """Every change to one fact, oldest first (no LLM needed)."""
+    from liz.facts.queries import fact_history
+
+    entries = _read(lambda session: fact_history(session, (agent, user), fact_id))
+    if not entries:
+        typer.secho(f"error: no fact {fact_id!r} for agent {agent!r} and user {user!r}", err=True)
+        raise typer.Exit(2)
     for entry in entries:
         change = {
             "ADD": f"+ {entry.new_text}",
@@ -115,12 +155,21 @@ def reindex(
     ] = False,
 ) -> None:
     """Re-embed facts with the current LIZ_EMBEDDING_MODEL (after changing it)."""
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
     with Progress(
         TextColumn("re-embedding facts"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeRemainingColumn(),
-        console=console,
+        console=Console(),
     ) as bar:
         task = bar.add_task("reindex", total=None)
 

@@ -10,6 +10,6 @@
 
 from __future__ import annotations
 
-from liz.http.app import create_app, create_served_app
+from liz.http.app import create_app, served_app
 
-__all__ = ["create_app", "create_served_app"]
+__all__ = ["create_app", "served_app"]
