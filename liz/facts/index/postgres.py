@@ -133,23 +133,27 @@ class PostgresFactIndex:
         )
         return {row[0]: rounded(row[1]) for row in result if (row[2], row[3]) == scope}
 
-    async def keyword_candidates(
-        self, session: AsyncSession, scope: Scope, terms: Sequence[str], *, limit: int
-    ) -> dict[str, str]:
+    async def term_matches(
+        self, session: AsyncSession, scope: Scope, terms: Sequence[str], *, cap: int
+    ) -> dict[str, dict[str, str]]:
         if not terms:
             return {}
+        # Unranked and limited per term: ts_rank would read every match first.
         # Terms are letters and digits only (liz.facts.normalize), safe to quote.
-        query = " | ".join(f"'{term}'" for term in terms)
-        result = await session.execute(
-            text(
-                "SELECT id, text FROM \"Fact\", to_tsquery('simple', :query) AS q "
-                'WHERE "agentId" = :agent AND "userId" = :user AND "retiredAt" IS NULL '
-                'AND "searchVector" @@ q '
-                'ORDER BY ts_rank("searchVector", q) DESC, hash LIMIT :limit'
-            ),
-            {"query": query, "agent": scope[0], "user": scope[1], "limit": limit},
-        )
-        return {row[0]: row[1] for row in result}
+        values: dict[str, object] = {"agent": scope[0], "user": scope[1], "most": cap + 1}
+        parts = []
+        for number, term in enumerate(terms):
+            values[f"query{number}"] = f"'{term}'"
+            parts.append(
+                f'(SELECT {number}, id, text FROM "Fact" WHERE "agentId" = :agent AND '
+                '"userId" = :user AND "retiredAt" IS NULL AND "searchVector" @@ '
+                f"to_tsquery('simple', :query{number}) LIMIT :most)"
+            )
+        result = await session.execute(text(" UNION ALL ".join(parts)), values)
+        found: dict[str, dict[str, str]] = {term: {} for term in terms}
+        for number, fact_id, fact_text in result:
+            found[terms[number]][fact_id] = fact_text
+        return {term: hits for term, hits in found.items() if len(hits) <= cap}
 
     async def facts_added(self, session: AsyncSession, facts: Iterable[IndexedFact]) -> None:
         return None  # the GIN and HNSW indexes follow the table by themselves

@@ -55,9 +55,13 @@ class FactIndex(Protocol):
         threshold: float,
     ) -> list[Candidate]: ...
 
-    async def keyword_candidates(
-        self, session: AsyncSession, scope: Scope, terms: Sequence[str], *, limit: int
-    ) -> dict[str, str]: ...
+    async def term_matches(
+        self, session: AsyncSession, scope: Scope, terms: Sequence[str], *, cap: int
+    ) -> dict[str, dict[str, str]]:
+        """For each term found in at most ``cap`` of the scope's active facts, those facts'
+        ids and texts; a term in more is left out. Reads at most ``cap + 1`` facts per term,
+        however large the scope."""
+        ...
 
     async def similarities(
         self, session: AsyncSession, scope: Scope, ids: Sequence[str], query: Vector, *, model: str
@@ -87,6 +91,10 @@ _BOUND = (
     'SELECT "embeddingModel", "embeddingDim" FROM "Fact" WHERE "agentId" = :agent '
     'AND "userId" = :user ORDER BY "embeddingModel" {0}, "embeddingDim" {0} LIMIT 1'
 )
+_BOUNDS = text(
+    f"SELECT * FROM ({_BOUND.format('ASC')}) AS low "
+    f"UNION ALL SELECT * FROM ({_BOUND.format('DESC')}) AS high"
+)
 
 
 async def model_bounds(session: AsyncSession, scope: Scope) -> tuple[ModelPair, ...]:
@@ -95,13 +103,7 @@ async def model_bounds(session: AsyncSession, scope: Scope) -> tuple[ModelPair, 
     Two index lookups, cheap at any size; equal bounds mean every fact shares one model.
     A re-embedding by another process changes them, which is how caches notice it.
     """
-    result = await session.execute(
-        text(
-            f"SELECT * FROM ({_BOUND.format('ASC')}) AS low "
-            f"UNION ALL SELECT * FROM ({_BOUND.format('DESC')}) AS high"
-        ),
-        {"agent": scope[0], "user": scope[1]},
-    )
+    result = await session.execute(_BOUNDS, {"agent": scope[0], "user": scope[1]})
     return tuple((row[0], int(row[1])) for row in result)
 
 

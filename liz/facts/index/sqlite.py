@@ -29,6 +29,18 @@ from liz.facts.index.protocol import (
 from liz.facts.index.sqlite_cache import ScopeCache, ScopeVectors
 from liz.facts.vectors import Vector, from_stored, rounded
 
+# Built once, not for every write or search.
+_SCOPE_VECTORS = text(
+    'SELECT id, embedding, hash FROM "Fact" '
+    'WHERE "agentId" = :agent AND "userId" = :user AND "retiredAt" IS NULL ORDER BY id'
+)
+_INSERT_SEARCH = text(
+    'INSERT INTO "FactSearch" (rowid, "factId", scope, text) VALUES (:rowid, :fact, :scope, :text)'
+)
+_DELETE_SEARCH = text('DELETE FROM "FactSearch" WHERE rowid IN :rowids').bindparams(
+    bindparam("rowids", expanding=True)
+)
+
 
 def search_rowid(fact_id: str) -> int:
     """The FTS5 rowid of a fact: 63 bits of its id's hash, so a change finds its row fast."""
@@ -56,14 +68,7 @@ class SqliteFactIndex:
         cached = self._cache.get(scope)
         if cached is not None and cached.bounds == bounds:
             return cached
-        result = await session.execute(
-            text(
-                'SELECT id, embedding, hash FROM "Fact" '
-                'WHERE "agentId" = :agent AND "userId" = :user AND "retiredAt" IS NULL '
-                "ORDER BY id"
-            ),
-            {"agent": scope[0], "user": scope[1]},
-        )
+        result = await session.execute(_SCOPE_VECTORS, {"agent": scope[0], "user": scope[1]})
         rows = result.all()
         ids = [row[0] for row in rows]
         if rows:
@@ -105,21 +110,28 @@ class SqliteFactIndex:
             if fact_id in vectors.rows
         }
 
-    async def keyword_candidates(
-        self, session: AsyncSession, scope: Scope, terms: Sequence[str], *, limit: int
-    ) -> dict[str, str]:
+    async def term_matches(
+        self, session: AsyncSession, scope: Scope, terms: Sequence[str], *, cap: int
+    ) -> dict[str, dict[str, str]]:
         if not terms:
             return {}
-        words = " OR ".join(f'"{term}"' for term in terms)
-        match = f'scope : "{scope_token(scope)}" AND text : ({words})'
-        result = await session.execute(
-            text(
-                'SELECT "factId", text FROM "FactSearch" WHERE "FactSearch" MATCH :match '
-                "ORDER BY rank LIMIT :limit"
-            ),
-            {"match": match, "limit": limit},
-        )
-        return {row[0]: row[1] for row in result}
+        # Unranked, so FTS5 stops after `cap + 1` matches; ranking (bm25) would visit every
+        # match, and a word in every fact ("User's" holds "s") made that a scan of the scope.
+        # Terms are letters and digits only (liz.facts.normalize), safe to quote.
+        token = scope_token(scope)
+        values: dict[str, object] = {"most": cap + 1}
+        parts = []
+        for number, term in enumerate(terms):
+            values[f"match{number}"] = f'scope : "{token}" AND text : "{term}"'
+            parts.append(
+                f'SELECT {number}, * FROM (SELECT "factId", text FROM "FactSearch" '
+                f'WHERE "FactSearch" MATCH :match{number} LIMIT :most)'
+            )
+        result = await session.execute(text(" UNION ALL ".join(parts)), values)
+        found: dict[str, dict[str, str]] = {term: {} for term in terms}
+        for number, fact_id, fact_text in result:
+            found[terms[number]][fact_id] = fact_text
+        return {term: hits for term, hits in found.items() if len(hits) <= cap}
 
     async def prepare_dimension(self, dimension: int) -> None:
         return None
@@ -135,23 +147,12 @@ class SqliteFactIndex:
             for fact in facts
         ]
         if rows:
-            await session.execute(
-                text(
-                    'INSERT INTO "FactSearch" (rowid, "factId", scope, text) '
-                    "VALUES (:rowid, :fact, :scope, :text)"
-                ),
-                rows,
-            )
+            await session.execute(_INSERT_SEARCH, rows)
 
     async def facts_removed(self, session: AsyncSession, fact_ids: Iterable[str]) -> None:
         rowids = [search_rowid(fact_id) for fact_id in fact_ids]
         if rowids:
-            await session.execute(
-                text('DELETE FROM "FactSearch" WHERE rowid IN :rowids').bindparams(
-                    bindparam("rowids", expanding=True)
-                ),
-                {"rowids": rowids},
-            )
+            await session.execute(_DELETE_SEARCH, {"rowids": rowids})
 
     def invalidate(self, scopes: Iterable[Scope]) -> None:
         self._cache.invalidate(scopes)

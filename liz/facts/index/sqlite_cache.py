@@ -20,6 +20,8 @@ from liz.facts.index.protocol import ChangeLog, ModelPair
 from liz.facts.vectors import Vector
 
 MIN_SPARE_ROWS = 64
+_HISTORY_MARK = text('SELECT max(id) FROM "FactHistory"')
+_HISTORY_SINCE = text('SELECT id, "agentId", "userId" FROM "FactHistory" WHERE id > :mark')
 
 
 class ScopeVectors:
@@ -92,13 +94,13 @@ class ScopeCache:
 
     async def refresh(self, session: AsyncSession) -> None:
         """Forget scopes changed since the last call by others (another process)."""
-        mark = (await session.execute(text('SELECT max(id) FROM "FactHistory"'))).scalar()
+        mark = (await session.execute(_HISTORY_MARK)).scalar()
         mark = int(mark or 0)
         if self._history_mark is None or mark < self._history_mark:
             self._values.clear()
         elif mark > self._history_mark:
             changed = await session.execute(
-                text('SELECT id, "agentId", "userId" FROM "FactHistory" WHERE id > :mark'),
+                _HISTORY_SINCE,
                 {"mark": self._history_mark},
             )
             self.invalidate({(row[1], row[2]) for row in changed if row[0] not in self._own})
