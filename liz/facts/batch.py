@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from liz.facts.commit import write_changes
+from liz.facts.commit import commit
 from liz.facts.domain import (
     MAX_FACT_CHARS,
     Change,
@@ -25,9 +25,9 @@ from liz.facts.domain import (
     ItemStatus,
     WriteContext,
 )
-from liz.facts.index.protocol import ChangeLog, FactIndex
+from liz.facts.index.protocol import FactIndex
 from liz.facts.normalize import fact_hash
-from liz.facts.snapshot import Snapshot, read_snapshot
+from liz.facts.snapshot import Snapshot
 from liz.facts.vectors import embed
 from liz.llm import LLMClient
 
@@ -82,21 +82,23 @@ async def apply_batch(
         return [results[position] for position in range(len(batch))]
     texts = sorted({(op.text or "").strip() for _, op in accepted if op.op != "delete"})
     vectors = dict(zip(texts, await embed(llm, texts), strict=True)) if texts else {}
-    log = ChangeLog()
-    async with sessions() as session, session.begin():
-        snapshot = await read_snapshot(
-            session,
-            context.scope,
-            context.dialect,
-            [op.id for _, op in accepted if op.id],
-            [fact_hash(text) for text in texts],
-        )
-        changes = _planned(accepted, snapshot, results, context.actor)
-        events = await write_changes(
-            session, index, snapshot, [c for _, c in changes], vectors, context, log
-        )
-    index.absorb(context.scope, log)
-    for (position, change), event in zip(changes, events, strict=True):
+    positions: list[int] = []
+
+    def plan(snapshot: Snapshot) -> list[Change]:
+        planned = _planned(accepted, snapshot, results, context.actor)
+        positions.extend(position for position, _ in planned)
+        return [change for _, change in planned]
+
+    changes, events = await commit(
+        sessions,
+        index,
+        context,
+        plan,
+        vectors,
+        ids=[op.id for _, op in accepted if op.id],
+        hashes=[fact_hash(text) for text in texts],
+    )
+    for position, change, event in zip(positions, changes, events, strict=True):
         name = change.event.value.lower()
         if event.event is Event.NOOP:
             results[position] = ItemResult(

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +27,31 @@ from liz.facts.snapshot import Snapshot, Stored, read_snapshot
 from liz.facts.tables import FactHistoryRecord, FactRecord
 from liz.facts.vectors import Vector, for_storage
 
+Plan = Callable[[Snapshot], Sequence[Change]]
+
+
+async def commit(
+    sessions: async_sessionmaker[AsyncSession],
+    index: FactIndex,
+    context: WriteContext,
+    plan: Plan,
+    vectors: Mapping[str, Vector],
+    *,
+    ids: Iterable[str],
+    hashes: Iterable[str],
+) -> tuple[list[Change], list[FactEvent]]:
+    """One write, in one transaction: lock the scope, read its facts with these ``ids``
+    and text ``hashes``, let ``plan`` decide the changes from them, write those; then
+    tell ``index``. Returns the changes and what was done for each, in order.
+    ``vectors`` holds the embedding of every text added or updated."""
+    log = ChangeLog()
+    async with sessions() as session, session.begin():
+        snapshot = await read_snapshot(session, context.scope, context.dialect, ids, hashes)
+        changes = list(plan(snapshot))
+        events = await write_changes(session, index, snapshot, changes, vectors, context, log)
+    index.absorb(context.scope, log)
+    return changes, events
+
 
 async def commit_changes(
     sessions: async_sessionmaker[AsyncSession],
@@ -35,20 +60,12 @@ async def commit_changes(
     vectors: Mapping[str, Vector],
     context: WriteContext,
 ) -> list[FactEvent]:
-    """Apply a plan made before this transaction and tell ``index`` what changed; return
-    what was done, in order. ``vectors`` holds the embedding of every text added or updated.
+    """Write a plan made before this transaction; return what was done, in order.
 
     Raises :class:`PlanConflict` when a target changed since the plan was made.
     """
-    log = ChangeLog()
-    async with sessions() as session, session.begin():
-        snapshot = await read_snapshot(
-            session,
-            context.scope,
-            context.dialect,
-            [c.fact_id for c in changes if c.fact_id and c.event is not Event.NOOP],
-            [fact_hash(c.text) for c in changes if c.event in (Event.ADD, Event.UPDATE)],
-        )
+
+    def still_valid(snapshot: Snapshot) -> Sequence[Change]:
         for change in changes:
             if change.event in (Event.UPDATE, Event.DELETE):
                 target = snapshot.targets.get(change.fact_id or "")
@@ -57,8 +74,17 @@ async def commit_changes(
                 expected = change.expected_updated_at
                 if expected and target.updated_at != expected:
                     raise PlanConflict(f"fact {change.fact_id} was changed meanwhile")
-        events = await write_changes(session, index, snapshot, changes, vectors, context, log)
-    index.absorb(context.scope, log)
+        return changes
+
+    _, events = await commit(
+        sessions,
+        index,
+        context,
+        still_valid,
+        vectors,
+        ids=[c.fact_id for c in changes if c.fact_id and c.event is not Event.NOOP],
+        hashes=[fact_hash(c.text) for c in changes if c.event in (Event.ADD, Event.UPDATE)],
+    )
     return events
 
 

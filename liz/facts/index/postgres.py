@@ -25,6 +25,7 @@ from liz.facts.index.protocol import (
     IndexedFact,
     check_models,
     deterministic_top,
+    matches_per_term,
     model_bounds,
 )
 from liz.facts.vectors import Vector, rounded
@@ -136,24 +137,18 @@ class PostgresFactIndex:
     async def term_matches(
         self, session: AsyncSession, scope: Scope, terms: Sequence[str], *, cap: int
     ) -> dict[str, dict[str, str]]:
-        if not terms:
-            return {}
         # Unranked and limited per term: ts_rank would read every match first.
-        # Terms are letters and digits only (liz.facts.normalize), safe to quote.
-        values: dict[str, object] = {"agent": scope[0], "user": scope[1], "most": cap + 1}
-        parts = []
-        for number, term in enumerate(terms):
-            values[f"query{number}"] = f"'{term}'"
-            parts.append(
-                f'(SELECT {number}, id, text FROM "Fact" WHERE "agentId" = :agent AND '
-                '"userId" = :user AND "retiredAt" IS NULL AND "searchVector" @@ '
-                f"to_tsquery('simple', :query{number}) LIMIT :most)"
-            )
-        result = await session.execute(text(" UNION ALL ".join(parts)), values)
-        found: dict[str, dict[str, str]] = {term: {} for term in terms}
-        for number, fact_id, fact_text in result:
-            found[terms[number]][fact_id] = fact_text
-        return {term: hits for term, hits in found.items() if len(hits) <= cap}
+        return await matches_per_term(
+            session,
+            terms,
+            cap=cap,
+            one_term=(
+                'SELECT id, text FROM "Fact" WHERE "agentId" = :agent AND "userId" = :user '
+                'AND "retiredAt" IS NULL AND "searchVector" @@ to_tsquery(\'simple\', :term{n})'
+            ),
+            bind=lambda term: f"'{term}'",
+            values={"agent": scope[0], "user": scope[1]},
+        )
 
     async def facts_added(self, session: AsyncSession, facts: Iterable[IndexedFact]) -> None:
         return None  # the GIN and HNSW indexes follow the table by themselves

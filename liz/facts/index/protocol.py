@@ -3,7 +3,7 @@ the embedding-model check and one tie-breaking rule."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -155,3 +155,33 @@ def deterministic_top(found: Iterable[Candidate], limit: int, exhausted: bool) -
     if exhausted or ranked[-1][1] < boundary:
         return ranked[:limit]
     return [candidate for candidate in ranked if candidate[1] > boundary]
+
+
+async def matches_per_term(
+    session: AsyncSession,
+    terms: Sequence[str],
+    *,
+    cap: int,
+    one_term: str,
+    bind: Callable[[str], str],
+    values: Mapping[str, object] | None = None,
+) -> dict[str, dict[str, str]]:
+    """``term_matches`` in one statement: ``one_term`` selects (fact id, text) for the
+    term bound as ``:term{n}`` (``bind`` makes its value); each runs with ``LIMIT cap + 1``.
+
+    Terms are letters and digits only (liz.facts.normalize), so ``bind`` may quote them.
+    """
+    if not terms:
+        return {}
+    bound: dict[str, object] = {**(values or {}), "most": cap + 1}
+    parts = []
+    for number, term in enumerate(terms):
+        bound[f"term{number}"] = bind(term)
+        parts.append(
+            f"SELECT {number}, * FROM ({one_term.format(n=number)} LIMIT :most) AS term{number}"
+        )
+    result = await session.execute(text(" UNION ALL ".join(parts)), bound)
+    found: dict[str, dict[str, str]] = {term: {} for term in terms}
+    for number, fact_id, fact_text in result:
+        found[terms[number]][fact_id] = fact_text
+    return {term: hits for term, hits in found.items() if len(hits) <= cap}

@@ -24,6 +24,7 @@ from liz.facts.index.protocol import (
     IndexedFact,
     check_models,
     deterministic_top,
+    matches_per_term,
     model_bounds,
 )
 from liz.facts.index.sqlite_cache import ScopeCache, ScopeVectors
@@ -113,25 +114,16 @@ class SqliteFactIndex:
     async def term_matches(
         self, session: AsyncSession, scope: Scope, terms: Sequence[str], *, cap: int
     ) -> dict[str, dict[str, str]]:
-        if not terms:
-            return {}
         # Unranked, so FTS5 stops after `cap + 1` matches; ranking (bm25) would visit every
         # match, and a word in every fact ("User's" holds "s") made that a scan of the scope.
-        # Terms are letters and digits only (liz.facts.normalize), safe to quote.
         token = scope_token(scope)
-        values: dict[str, object] = {"most": cap + 1}
-        parts = []
-        for number, term in enumerate(terms):
-            values[f"match{number}"] = f'scope : "{token}" AND text : "{term}"'
-            parts.append(
-                f'SELECT {number}, * FROM (SELECT "factId", text FROM "FactSearch" '
-                f'WHERE "FactSearch" MATCH :match{number} LIMIT :most)'
-            )
-        result = await session.execute(text(" UNION ALL ".join(parts)), values)
-        found: dict[str, dict[str, str]] = {term: {} for term in terms}
-        for number, fact_id, fact_text in result:
-            found[terms[number]][fact_id] = fact_text
-        return {term: hits for term, hits in found.items() if len(hits) <= cap}
+        return await matches_per_term(
+            session,
+            terms,
+            cap=cap,
+            one_term='SELECT "factId", text FROM "FactSearch" WHERE "FactSearch" MATCH :term{n}',
+            bind=lambda term: f'scope : "{token}" AND text : "{term}"',
+        )
 
     async def prepare_dimension(self, dimension: int) -> None:
         return None
