@@ -32,6 +32,10 @@ class Settings(BaseSettings):
     liz_llm_max_retries: int = 2
 
     liz_api_key: SecretStr | None = None
+    # Per-user tokens for browsers: HS256 JWTs signed with this secret, `sub` = userId.
+    liz_jwt_secret: SecretStr | None = None
+    # Seconds one HTTP request may take from start to answer (504 after); 0 turns it off.
+    liz_request_timeout: float = Field(default=120.0, ge=0)
     liz_prompts_dir: str | None = None
     # The folder of agents served when no app is named (default: the bundled agents).
     liz_agents_dir: str | None = None

@@ -9,9 +9,15 @@ from __future__ import annotations
 
 
 class LizError(Exception):
-    """Base of every error this framework raises on purpose."""
+    """Base of every error this framework raises on purpose.
+
+    ``message`` is shown to the caller as is, so it must say what is wrong and how to
+    fix it without revealing internals. ``retry_after`` (seconds) is set when trying
+    again later can help; HTTP answers it as a ``Retry-After`` header.
+    """
 
     status: int = 500
+    retry_after: float | None = None
 
     def __init__(self, message: str, *, status: int | None = None) -> None:
         super().__init__(message)
@@ -32,8 +38,43 @@ class InputError(LizError):
     status = 400
 
 
+class Unauthorized(LizError):
+    """No credentials, or credentials that do not check out."""
+
+    status = 401
+
+
+class Forbidden(LizError):
+    """Valid credentials that do not allow this request (another user's data)."""
+
+    status = 403
+
+
 class NotFound(LizError):
     status = 404
+
+
+class Conflict(LizError):
+    """The request collides with another one (an ``Idempotency-Key`` in use)."""
+
+    status = 409
+
+
+class RequestTimeout(LizError):
+    """The whole request took longer than ``LIZ_REQUEST_TIMEOUT``."""
+
+    status = 504
+
+
+class InternalError(LizError):
+    """An unexpected failure. The caller sees only that it happened (and a request id);
+    ``detail`` is for the log."""
+
+    status = 500
+
+    def __init__(self, detail: str) -> None:
+        super().__init__("internal error")
+        self.detail = detail
 
 
 class LLMError(LizError):
@@ -64,3 +105,25 @@ class StorageError(LizError):
     """The database failed or is missing something a feature needs."""
 
     status = 503
+
+    def __init__(
+        self, message: str, *, status: int | None = None, retry_after: float | None = None
+    ) -> None:
+        super().__init__(message, status=status)
+        self.retry_after = retry_after
+
+
+def as_liz_error(exc: BaseException) -> LizError:
+    """What an exception means to a caller: itself if it is a ``LizError``, a
+    :class:`StorageError` when the database cannot be reached or written, otherwise an
+    :class:`InternalError` whose details stay in the log.
+    """
+    if isinstance(exc, LizError):
+        return exc
+    # Imported here: liz.db imports this module.
+    from liz.db.errors import storage_error_for
+
+    storage = storage_error_for(exc)
+    if storage is not None:
+        return storage
+    return InternalError(f"{type(exc).__name__}: {exc}")

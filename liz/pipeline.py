@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from liz.errors import LizError, UsageError
+from liz.errors import LizError, UsageError, as_liz_error
 from liz.runtime import Runtime
 from liz.trace import Trace
 from liz.types import AgentReply, ErrorHandler, InputObject, Memory, Middleware, Next, TokenSink
@@ -183,12 +183,13 @@ class AgentFramework:
         return res
 
     async def _handle_error(self, exc: Exception, req: AgentRequest, res: AgentResponse) -> None:
-        if isinstance(exc, LizError):
-            logger.warning("request failed: %s", exc.message)
-            error = exc
+        # The caller sees a message that leaks nothing (no SQL, no parameters); the log
+        # gets the whole exception.
+        error = as_liz_error(exc)
+        if error is exc:
+            logger.warning("request failed: %s", error.message)
         else:
-            logger.exception("unexpected error while processing a request")
-            error = LizError(f"internal error: {type(exc).__name__}: {exc}", status=500)
+            logger.error("request failed: %s", error.message, exc_info=exc)
         res.fail(error)
         for handler in self._error_handlers:
             try:

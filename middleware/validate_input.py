@@ -3,25 +3,18 @@
 from __future__ import annotations
 
 from liz.errors import InputError
+from liz.input_rules import input_problems
 from liz.pipeline import AgentRequest, AgentResponse
-from liz.types import InputType, Next
+from liz.types import Next
 
 
 async def validate_input(req: AgentRequest, res: AgentResponse, next: Next) -> None:
-    """userId, agentId and type are required; `text` needs text; `text_and_image` needs both."""
-    problems = [
-        f"{field} is required"
-        for field, value in (("userId", req.input.user_id), ("agentId", req.input.agent_id))
-        if not value.strip()
-    ]
-    has_text = bool(req.input.text and req.input.text.strip())
-    if req.input.type is InputType.TEXT and not has_text:
-        problems.append("text is required for inputs of type 'text'")
-    if req.input.type is InputType.TEXT_AND_IMAGE:
-        if not has_text:
-            problems.append("text is required for inputs of type 'text_and_image'")
-        if not req.input.image_urls:
-            problems.append("imageUrls must hold at least one URL for type 'text_and_image'")
+    """userId and agentId are required; `text` needs text; `text_and_image` needs both.
+
+    Ids and text must be valid Unicode with something visible in them, and image URLs
+    public http(s) or inline images (see :mod:`liz.input_rules`).
+    """
+    problems = input_problems(req.input)
     if problems:
         raise InputError("invalid input: " + "; ".join(problems))
     await next()

@@ -8,7 +8,7 @@ import pytest
 
 from liz.agent import BaseAgent
 from liz.character import Character
-from liz.errors import InputError, LizError, UsageError
+from liz.errors import InputError, InternalError, LizError, UsageError
 from liz.pipeline import AgentFramework, AgentRequest, AgentResponse, compose
 from liz.runtime import Runtime
 from liz.types import InputObject, Next
@@ -138,8 +138,10 @@ async def test_process_turns_any_exception_into_one_error_response(bare_runtime:
     framework = AgentFramework(bare_runtime).use(boom).on_error(handler)
     res = await framework.process(InputObject(user_id="u", agent_id="a1", text="x"), agent())
     assert res.reply is None
-    assert res.error is not None and res.error.status == 500
-    assert "disk on fire" in res.error.message
+    assert isinstance(res.error, InternalError) and res.error.status == 500
+    # The caller's message leaks nothing; the details are kept for the log.
+    assert res.error.message == "internal error"
+    assert res.error.detail == "RuntimeError: disk on fire"
     assert seen == ["disk on fire"]
 
 

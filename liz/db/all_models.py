@@ -6,6 +6,7 @@ here for each new model module.
 
 from __future__ import annotations
 
+from liz.db import idempotency as idempotency_models  # noqa: F401
 from liz.db import models as models
 from liz.db.models import Base as Base
 from liz.facts import tables as fact_tables  # noqa: F401

@@ -2,8 +2,11 @@
 
 - ``agent_input``: ``POST /agent/input`` (JSON or server-sent events)
 - ``info``: ``GET /agents``, ``GET /health``
-- ``body``: reading and checking the request body
-- ``auth``: the ``LIZ_API_KEY`` guard (pure ASGI)
+- ``edge``: the pure ASGI middleware every request passes, in order:
+  ``request_context`` (request id, an answer for any failure), ``deadline``
+  (``LIZ_REQUEST_TIMEOUT``), ``auth`` (``LIZ_API_KEY`` and user tokens), ``body``
+  (the size limit; also reading and checking the body)
+- ``idempotency``: ``Idempotency-Key``, the first outcome replayed to retries
 - ``errors``: every failure answered as ``{"error": ...}``
 - ``app``: the Starlette app that puts them together
 """

@@ -1,4 +1,4 @@
-"""The Starlette app over a framework: the routes, the API-key guard, the error answers."""
+"""The Starlette app over a framework: the routes, the edge middleware, the error answers."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from liz.agent import BaseAgent
 from liz.config import Settings
 from liz.facts.http import fact_routes
 from liz.http.agent_input import agent_input
-from liz.http.auth import BearerAuth
+from liz.http.edge import edge_middleware
 from liz.http.errors import exception_handlers
 from liz.http.info import health, list_agents
 from liz.http.openapi import api_doc_routes
@@ -49,13 +49,15 @@ def starlette_app(settings: Settings, lifespan: Lifespan | None = None) -> Starl
                 allow_origins=settings.liz_cors_origins,
                 allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
                 allow_headers=["Authorization", "Content-Type", "Accept", "Idempotency-Key"],
+                expose_headers=["X-Request-Id", "Retry-After", "Idempotent-Replayed"],
             )
         )
-    if settings.liz_api_key:
-        # A browser asking for a page without the key is asked for it (a 401 page).
+    key_prompt = []
+    if settings.liz_api_key or settings.liz_jwt_secret:
+        # A browser asking for a page without a key or token is asked for one (a 401 page).
         pages = ["/docs", *(["/playground"] if settings.liz_playground else [])]
-        middleware.append(Middleware(KeyPromptGate, pages=pages))
-        middleware.append(Middleware(BearerAuth, api_key=settings.liz_api_key.get_secret_value()))
+        key_prompt.append(Middleware(KeyPromptGate, pages=pages))
+    middleware.extend(edge_middleware(settings, before_auth=key_prompt))
     return Starlette(
         routes=routes(settings),
         middleware=middleware,

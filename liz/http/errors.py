@@ -1,34 +1,81 @@
-"""How every HTTP failure is answered: ``{"error": "<what is wrong>"}`` with its status."""
+"""How every HTTP failure is answered: ``{"error": "<what is wrong>"}`` with its status.
+
+A ``LizError`` carries its own status and message; one with ``retry_after`` adds a
+``Retry-After`` header. An unexpected failure is a 500 whose body names only the
+request id (``X-Request-Id``); what went wrong goes to the log under that id.
+"""
 
 from __future__ import annotations
 
 import logging
+import math
+from collections.abc import Mapping
+from typing import Any
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from liz.errors import LizError
+from liz.errors import InternalError, LizError
 
 logger = logging.getLogger(__name__)
 
 
-def error(message: str, status: int) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status)
+def error(message: str, status: int, headers: Mapping[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status, headers=headers)
+
+
+def error_body(exc: LizError, request_id: str | None) -> dict[str, Any]:
+    """The JSON a caller gets for ``exc`` (also the data of a server-sent ``error`` event)."""
+    if isinstance(exc, InternalError):
+        where = f"under request id {request_id}"
+        return {
+            "error": f"internal error; the server log has the details {where}",
+            "requestId": request_id,
+        }
+    return {"error": exc.message}
+
+
+def retry_after_headers(exc: LizError) -> dict[str, str]:
+    if exc.retry_after is None:
+        return {}
+    return {"Retry-After": str(max(1, math.ceil(exc.retry_after)))}
+
+
+def log_failure(exc: LizError, request_id: str | None, cause: BaseException | None = None) -> None:
+    """Log an internal error once, with its details and the request id the caller was given."""
+    if isinstance(exc, InternalError):
+        logger.error(
+            "request %s failed: %s", request_id, exc.detail, exc_info=cause or exc.__cause__
+        )
+
+
+def error_response(exc: LizError, request_id: str | None) -> JSONResponse:
+    headers = retry_after_headers(exc)
+    if exc.status == 413:
+        # The rest of a body too large to read is never read: close the connection
+        # instead of keeping it for the next request.
+        headers["Connection"] = "close"
+    return JSONResponse(error_body(exc, request_id), status_code=exc.status, headers=headers)
+
+
+def request_id_of(request: Request) -> str | None:
+    return getattr(request.state, "request_id", None)
 
 
 async def liz_error(request: Request, exc: Exception) -> Response:
     """A ``LizError`` raised by any route, facts routes included."""
     if not isinstance(exc, LizError):  # Starlette only routes LizErrors here
         raise exc
-    return error(exc.message, exc.status)
+    log_failure(exc, request_id_of(request))
+    return error_response(exc, request_id_of(request))
 
 
 async def http_exception(request: Request, exc: Exception) -> Response:
     """Starlette's own refusals (404 for an unknown path, 405 for a wrong method, ...)."""
     if not isinstance(exc, HTTPException):
         raise exc
-    return error(exc.detail, exc.status_code)
+    return error(exc.detail, exc.status_code, exc.headers)
 
 
 exception_handlers = {LizError: liz_error, HTTPException: http_exception}

@@ -5,11 +5,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from sqlalchemy import text
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from liz.agent import BaseAgent
+from liz.db.health import database_problem
 from liz.pipeline import AgentFramework
 
 logger = logging.getLogger(__name__)
@@ -40,13 +40,9 @@ async def list_agents(request: Request) -> Response:
 
 async def health(request: Request) -> Response:
     framework: AgentFramework = request.app.state.framework
-    try:
-        async with framework.runtime.sessions() as session:
-            await session.execute(text("SELECT 1"))
-        database = "ok"
-    except Exception as exc:  # the health check reports, it never fails itself
-        logger.warning("health check: database unreachable: %s", exc)
-        database = f"unreachable: {type(exc).__name__}"
+    runtime = framework.runtime
+    problem = await database_problem(runtime.sessions, runtime.engine, runtime.clock)
+    database = problem or "ok"
     llm = "configured" if framework.runtime.llm_client is not None else "not configured"
     status = 200 if database == "ok" else 503
     return JSONResponse(

@@ -30,10 +30,13 @@ FAILURES = {
     "401": "LIZ_API_KEY is set and the request lacks it (or a user token)",
     "403": "The credentials may not do this",
     "404": "No such agent, fact or path",
+    "409": "A request with this Idempotency-Key is still running (see Retry-After)",
     "413": "The body is too large",
-    "500": "An unexpected failure; the details are in the server's log",
+    "422": "This Idempotency-Key was first sent with another body",
+    "500": "An unexpected failure; the body names the request id the server's log has",
     "502": "The LLM answered with an error or an unusable answer",
-    "503": "The LLM or the database is not there (not configured, or down)",
+    "503": "The LLM or the database is not there (not configured, or down; see Retry-After)",
+    "504": "The request took longer than LIZ_REQUEST_TIMEOUT",
 }
 
 
@@ -87,6 +90,14 @@ def operations() -> dict[str, dict[str, Any]]:
                         "1 (or true): add the turn's trace",
                         {"type": "string", "enum": ["0", "1", "true", "false"]},
                     ),
+                    {
+                        "name": "Idempotency-Key",
+                        "in": "header",
+                        "required": False,
+                        "description": "A unique key (a UUID) sent again with every retry: "
+                        "a retry gets the first answer and stores nothing twice",
+                        "schema": {"type": "string", "minLength": 1, "maxLength": 255},
+                    },
                 ],
                 "requestBody": {
                     "required": True,
@@ -107,7 +118,9 @@ def operations() -> dict[str, dict[str, Any]]:
                             },
                         },
                     },
-                    **error_responses("400", "401", "403", "404", "413", "500", "502", "503"),
+                    **error_responses(
+                        "400", "401", "403", "404", "409", "413", "422", "500", "502", "503", "504"
+                    ),
                 },
             }
         },
@@ -129,7 +142,7 @@ def operations() -> dict[str, dict[str, Any]]:
                 "security": [],
                 "responses": {
                     "200": json_body(ref("Health"), "The server can work"),
-                    "503": json_body(ref("Health"), "The database is unreachable"),
+                    "503": json_body(ref("Health"), "The database is unreachable or cannot write"),
                 },
             }
         },

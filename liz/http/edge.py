@@ -1,0 +1,46 @@
+"""The ASGI middleware every request passes before a route, outermost first.
+
+1. ``RequestContext``: the request id, and an answer for any failure;
+2. ``RequestDeadline``: ``LIZ_REQUEST_TIMEOUT``;
+3. ``Authenticate``: ``LIZ_API_KEY`` and user tokens (``LIZ_JWT_SECRET``), after any
+   middleware that must see a request before it is refused (the playground's key prompt);
+4. ``BodyLimit``: no body over 1 MB is read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from starlette.middleware import Middleware
+
+from liz.config import Settings
+from liz.errors import UsageError
+from liz.http.auth import Authenticate
+from liz.http.body import BodyLimit
+from liz.http.deadline import RequestDeadline
+from liz.http.request_context import RequestContext
+
+# HS256 needs a key at least as long as its hash (RFC 7518, section 3.2).
+MIN_JWT_SECRET_BYTES = 32
+
+
+def edge_middleware(
+    settings: Settings, *, before_auth: Sequence[Middleware] = ()
+) -> list[Middleware]:
+    """The edge middleware for ``settings``; ``before_auth`` goes just before ``Authenticate``."""
+    api_key = settings.liz_api_key.get_secret_value() if settings.liz_api_key else None
+    jwt_secret = settings.liz_jwt_secret.get_secret_value() if settings.liz_jwt_secret else None
+    if jwt_secret is not None and len(jwt_secret.encode()) < MIN_JWT_SECRET_BYTES:
+        raise UsageError(
+            f"LIZ_JWT_SECRET must be at least {MIN_JWT_SECRET_BYTES} bytes long; make one with: "
+            "python -c 'import secrets; print(secrets.token_urlsafe(48))'"
+        )
+    middleware = [
+        Middleware(RequestContext),
+        Middleware(RequestDeadline, seconds=settings.liz_request_timeout),
+    ]
+    middleware.extend(before_auth)
+    if api_key or jwt_secret:
+        middleware.append(Middleware(Authenticate, api_key=api_key, jwt_secret=jwt_secret))
+    middleware.append(Middleware(BodyLimit))
+    return middleware

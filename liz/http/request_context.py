@@ -1,0 +1,59 @@
+"""Every request gets an id (``X-Request-Id``), and no failure escapes without an answer.
+
+Pure ASGI middleware, the outermost of liz's own: it names the request (keeping a
+well-formed ``X-Request-Id`` the client or a proxy sent), returns the id on every
+response, and turns any exception no route handled into the answer
+:func:`liz.errors.as_liz_error` gives it: a 503 for a database outage, a 500 with
+the request id for anything unexpected, whose details go only to the log.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import uuid
+
+from starlette.datastructures import MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from liz.errors import InternalError, as_liz_error
+from liz.http.errors import error_response, log_failure
+
+logger = logging.getLogger(__name__)
+
+REQUEST_ID_HEADER = "X-Request-Id"
+_WELL_FORMED_ID = re.compile(rb"[A-Za-z0-9._:-]{1,64}")
+
+
+class RequestContext:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        given = dict(scope["headers"]).get(REQUEST_ID_HEADER.lower().encode(), b"")
+        request_id = given.decode() if _WELL_FORMED_ID.fullmatch(given) else uuid.uuid4().hex
+        scope.setdefault("state", {})["request_id"] = request_id
+        started = False
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                MutableHeaders(scope=message).append(REQUEST_ID_HEADER, request_id)
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_id)
+        except Exception as exc:
+            failure = as_liz_error(exc)
+            if started:  # too late to answer; the server closes the connection
+                logger.error("request %s failed after its answer began", request_id, exc_info=exc)
+                raise
+            if isinstance(failure, InternalError):
+                log_failure(failure, request_id, exc)
+            else:
+                logger.warning("request %s failed: %s (%r)", request_id, failure.message, exc)
+            await error_response(failure, request_id)(scope, receive, send_with_id)
