@@ -5,8 +5,8 @@ search reads in full until a vacuum merges it: after 10k new facts that was 217
 pages, about 1 ms per searched word. Facts arrive one at a time, where the fast
 path saves little, so the index takes them directly. Nothing changes on SQLite.
 
-Revision ID: 0005_fact_search_direct
-Revises: 0004_twitter_outbox
+Revision ID: 0006_fact_search_direct
+Revises: 0005_idempotency_keys
 Create Date: 2026-12-07
 """
 
@@ -16,8 +16,8 @@ from collections.abc import Sequence
 
 from alembic import op
 
-revision: str = "0005_fact_search_direct"
-down_revision: str | None = "0004_twitter_outbox"
+revision: str = "0006_fact_search_direct"
+down_revision: str | None = "0005_idempotency_keys"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
