@@ -250,3 +250,13 @@ def test_facts_can_be_listed_without_an_llm(tmp_path: Path) -> None:
         "facts", "search", "tea", "--agent", "chef", "--user", "ann", env=env, cwd=tmp_path
     )
     assert searched.returncode == 2 and "needs an LLM" in searched.stderr
+
+
+def test_an_old_facts_setting_name_is_named_with_its_new_one(
+    llm_env: tuple[ScriptedOpenAI, dict[str, str]], tmp_path: Path
+) -> None:
+    _, env = llm_env
+    with liz_serve({**env, "LIZ_MEMORY_ENABLED": "false"}, tmp_path) as url:
+        port = url.rsplit(":", 1)[1]
+    log = (tmp_path / f"serve-{port}.log").read_text()
+    assert "LIZ_MEMORY_ENABLED is no longer read" in log and "LIZ_FACTS_ENABLED" in log
