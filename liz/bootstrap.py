@@ -13,11 +13,12 @@ from liz.agent_files import apply_prompts_dir as apply_prompts_dir
 from liz.agent_files import load_agents as load_agents
 from liz.config import Settings
 from liz.db.engine import create_engine, make_sessionmaker
-from liz.facts.settings import FactSettings
+from liz.facts.settings import FactSettings, warn_about_old_names
 from liz.facts.store import FactStore
 from liz.llm import LLMClient
 from liz.pipeline import AgentFramework
 from liz.runtime import Runtime
+from liz.settings_errors import load_settings
 from liz.types import Clock, Middleware, SystemClock
 
 
@@ -36,7 +37,9 @@ async def open_runtime(
     then the process also works the learning queue (``learn=False``: a one-off command
     that should not, or ``LIZ_LEARNING_WORKER=false``).
     """
-    fact_settings = fact_settings or FactSettings()
+    if fact_settings is None:
+        warn_about_old_names()
+        fact_settings = load_settings(FactSettings)
     clock = clock or SystemClock()
     engine = create_engine(settings.database_url, settings)
     llm = llm_client or LLMClient.from_settings(settings)

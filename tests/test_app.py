@@ -233,3 +233,30 @@ def test_agents_check_reads_an_app_target_without_serving(project: Path) -> None
     assert "ok   chef  name 'Remy'" in result.stdout
     missing = liz("agents", "check", "nowhere:app", env={}, cwd=project)
     assert missing.returncode == 2 and "no module 'nowhere'" in missing.stderr
+
+
+def test_facts_can_be_listed_without_an_llm(tmp_path: Path) -> None:
+    env = {
+        "DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'facts.db'}",
+        "OPENAI_API_KEY": "",
+        "OPENAI_BASE_URL": "",
+        "OPENROUTER_API_KEY": "",
+    }
+    assert liz("db", "upgrade", env=env, cwd=tmp_path).returncode == 0
+    listed = liz("facts", "list", "--agent", "chef", "--user", "ann", env=env, cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.strip() == "no facts"
+    searched = liz(
+        "facts", "search", "tea", "--agent", "chef", "--user", "ann", env=env, cwd=tmp_path
+    )
+    assert searched.returncode == 2 and "needs an LLM" in searched.stderr
+
+
+def test_an_old_facts_setting_name_is_named_with_its_new_one(
+    llm_env: tuple[ScriptedOpenAI, dict[str, str]], tmp_path: Path
+) -> None:
+    _, env = llm_env
+    with liz_serve({**env, "LIZ_MEMORY_ENABLED": "false"}, tmp_path) as url:
+        port = url.rsplit(":", 1)[1]
+    log = (tmp_path / f"serve-{port}.log").read_text()
+    assert "LIZ_MEMORY_ENABLED is no longer read" in log and "LIZ_FACTS_ENABLED" in log

@@ -68,6 +68,9 @@ async def unreachable_runtime(
     yield Runtime(settings=settings, engine=engine, llm_client=llm)
     await llm.close()
     await engine.dispose()
+    # aiosqlite reports a failed connect from its own thread a moment later; let it land
+    # in this test's event loop rather than in a closed one.
+    await asyncio.sleep(0.2)
 
 
 @pytest.mark.parametrize("unreachable_runtime", ["sqlite", "postgres"], indirect=True)

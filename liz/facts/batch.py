@@ -2,7 +2,8 @@
 
 Refused: an unknown or retired id, empty text, an id named by more than one item,
 a malformed item. Reported as a duplicate (nothing written): an add or update
-whose text a stored fact already says. Everything else is applied in one transaction.
+whose text a stored fact already says. Everything else is applied in one transaction,
+the same one that checks ids and duplicates.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from liz.facts.commit import commit_changes
+from liz.facts.commit import commit
 from liz.facts.domain import (
     MAX_FACT_CHARS,
     Change,
@@ -26,7 +27,7 @@ from liz.facts.domain import (
 )
 from liz.facts.index.protocol import FactIndex
 from liz.facts.normalize import fact_hash
-from liz.facts.queries import active_by_hash, records_by_id
+from liz.facts.snapshot import Snapshot
 from liz.facts.vectors import embed
 from liz.llm import LLMClient
 
@@ -71,11 +72,53 @@ async def apply_batch(
     index: FactIndex,
     llm: LLMClient,
 ) -> list[ItemResult]:
-    """Check each item, then write the accepted ones in one transaction; results in order.
+    """Check each item and write the accepted ones in one transaction; results in order.
 
-    Raises :class:`PlanConflict` when a target changed between the check and the write.
+    Texts are embedded first, outside the transaction; ids and duplicates are then
+    checked under the scope's write lock, so nothing can change in between.
     """
-    scope, actor = context.scope, context.actor
+    results, accepted = _validated(batch)
+    if not accepted:
+        return [results[position] for position in range(len(batch))]
+    texts = sorted({(op.text or "").strip() for _, op in accepted if op.op != "delete"})
+    vectors = dict(zip(texts, await embed(llm, texts), strict=True)) if texts else {}
+    positions: list[int] = []
+
+    def plan(snapshot: Snapshot) -> list[Change]:
+        planned = _planned(accepted, snapshot, results, context.actor)
+        positions.extend(position for position, _ in planned)
+        return [change for _, change in planned]
+
+    changes, events = await commit(
+        sessions,
+        index,
+        context,
+        plan,
+        vectors,
+        ids=[op.id for _, op in accepted if op.id],
+        hashes=[fact_hash(text) for text in texts],
+    )
+    for position, change, event in zip(positions, changes, events, strict=True):
+        name = change.event.value.lower()
+        if event.event is Event.NOOP:
+            results[position] = ItemResult(
+                position,
+                name,
+                ItemStatus.DUPLICATE,
+                event.fact_id,
+                f"stored fact {event.fact_id} already says this",
+            )
+        else:
+            results[position] = ItemResult(
+                position, name, ItemStatus.APPLIED, event.fact_id, change.reason
+            )
+    return [results[position] for position in range(len(batch))]
+
+
+def _validated(
+    batch: Sequence[FactOperation | Mapping[str, Any]],
+) -> tuple[dict[int, ItemResult], list[tuple[int, FactOperation]]]:
+    """Items refused on their own (malformed, no text, repeated id), and the others."""
     parsed = [_parse(item) for item in batch]
     operations = [item for item in parsed if isinstance(item, FactOperation)]
     counts = Counter(op.id for op in operations if op.id)
@@ -89,22 +132,27 @@ async def apply_batch(
             results[position] = ItemResult(position, name, ItemStatus.REFUSED, None, problem)
         elif isinstance(item, FactOperation):
             accepted.append((position, item))
-    async with sessions() as session:
-        ids = [op.id for _, op in accepted if op.id]
-        targets = await records_by_id(session, scope, ids)
-        texts = [(op.text or "").strip() for _, op in accepted if op.op != "delete"]
-        stored = await active_by_hash(session, scope, [fact_hash(t) for t in texts])
+    return results, accepted
+
+
+def _planned(
+    accepted: Sequence[tuple[int, FactOperation]],
+    snapshot: Snapshot,
+    results: dict[int, ItemResult],
+    actor: str,
+) -> list[tuple[int, Change]]:
+    """The changes for the items the stored facts allow; the others go into ``results``."""
     # A fact this batch retires is no duplicate of an item that says it again.
     deleting = {op.id for _, op in accepted if op.op == "delete"}
     changes: list[tuple[int, Change]] = []
     for position, op in accepted:
-        record = targets.get(op.id or "")
-        if op.id and (record is None or record.retired_at is not None):
+        target = snapshot.targets.get(op.id or "")
+        if op.id and (target is None or target.retired):
             reason = f"no active fact with id {op.id!r} for this agent and user"
             results[position] = ItemResult(position, op.op, ItemStatus.REFUSED, op.id, reason)
             continue
-        text = (op.text or "").strip() if op.op != "delete" else (record.text if record else "")
-        duplicate = stored.get(fact_hash(text)) if op.op != "delete" else None
+        text = (op.text or "").strip() if op.op != "delete" else (target.text if target else "")
+        duplicate = snapshot.by_hash.get(fact_hash(text)) if op.op != "delete" else None
         if duplicate is not None and duplicate.id not in deleting:
             same = "already says this" if duplicate.id != op.id else "already has this text"
             results[position] = ItemResult(
@@ -123,32 +171,13 @@ async def apply_batch(
                     _EVENTS[op.op],
                     text,
                     fact_id=op.id,
-                    subject=record.subject if record else (op.subject or "user"),
+                    subject=target.subject if target else (op.subject or "user"),
                     categories=categories or (DEFAULT_CATEGORIES if op.op == "add" else ()),
                     reason=op.reason or f"{op.op} requested by {actor}",
                 ),
             )
         )
-    if changes:
-        written = [c.text for _, c in changes if c.event is not Event.DELETE]
-        unique = sorted(set(written))
-        vectors = dict(zip(unique, await embed(llm, unique), strict=True)) if unique else {}
-        events = await commit_changes(sessions, index, [c for _, c in changes], vectors, context)
-        for (position, change), event in zip(changes, events, strict=True):
-            name = change.event.value.lower()
-            if event.event is Event.NOOP:
-                results[position] = ItemResult(
-                    position,
-                    name,
-                    ItemStatus.DUPLICATE,
-                    event.fact_id,
-                    f"stored fact {event.fact_id} already says this",
-                )
-            else:
-                results[position] = ItemResult(
-                    position, name, ItemStatus.APPLIED, event.fact_id, change.reason
-                )
-    return [results[position] for position in range(len(batch))]
+    return changes
 
 
 def _field(item: object, name: str) -> object:

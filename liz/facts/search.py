@@ -2,6 +2,12 @@
 
 An exact name or number ("Zanzibar", "4711") can sit far from the query in
 embedding space; the keyword list still ranks it, so the fusion finds it.
+
+Only rare words make keyword hits: a word in more than ``COMMON_WORD_FACTS`` of
+the user's facts (every fact starts "User"; "User's" holds "s") singles none of
+them out, so it is skipped, as its low inverse document frequency says; its
+meaning still reaches the vector search. Each word costs at most that many rows,
+so keyword search costs the same in a scope of a hundred facts or a million.
 """
 
 from __future__ import annotations
@@ -21,6 +27,9 @@ CANDIDATE_FACTOR = 4
 MIN_CANDIDATES = 20
 # The usual constant: it damps the weight of the very first ranks.
 RRF_K = 60
+# A query word in more of the scope's facts than this (or than the candidates asked
+# for, if more) is too common to make keyword hits.
+COMMON_WORD_FACTS = 100
 
 
 async def hybrid_search(
@@ -44,10 +53,14 @@ async def hybrid_search(
         session, scope, query_vector, model=model, limit=candidates, threshold=threshold
     )
     terms = keyword_terms(query_text)
-    hits = await index.keyword_candidates(session, scope, terms, limit=candidates)
-    hashes = {fact_id: fact_hash(text) for fact_id, text in hits.items()}
+    matches = await index.term_matches(
+        session, scope, terms, cap=max(COMMON_WORD_FACTS, candidates)
+    )
+    hashes = {
+        fact_id: fact_hash(text) for hits in matches.values() for fact_id, text in hits.items()
+    }
+    by_keyword = order_keyword_hits(matches, hashes)[:candidates]
     hashes.update((fact_id, digest) for fact_id, _, digest in by_vector)
-    by_keyword = order_keyword_hits(hits, terms, hashes)
     similarities = {fact_id: similarity for fact_id, similarity, _ in by_vector}
     missing = [fact_id for fact_id in by_keyword if fact_id not in similarities]
     if missing:
@@ -91,24 +104,20 @@ def fuse(
 
 
 def order_keyword_hits(
-    hits: Mapping[str, str],
-    terms: Sequence[str],
-    hashes: Mapping[str, str],
+    matches: Mapping[str, Mapping[str, str]], hashes: Mapping[str, str]
 ) -> list[str]:
-    """Keyword hits by how many query terms each contains, then shorter text, then hash.
+    """Facts matching any of the (rare) words: by how many of them each holds, then
+    shorter text, then hash.
 
     Both databases find the same matching facts; ranking them here, not by
     FTS5's bm25 or PostgreSQL's ts_rank, keeps the order the same on both.
     """
-    wanted = set(terms)
-    found = {
-        fact_id: wanted & set(keyword_terms(text, limit=1000)) for fact_id, text in hits.items()
-    }
+    counts: dict[str, int] = {}
+    texts: dict[str, str] = {}
+    for hits in matches.values():
+        for fact_id, text in hits.items():
+            counts[fact_id] = counts.get(fact_id, 0) + 1
+            texts[fact_id] = text
     return sorted(
-        hits,
-        key=lambda fact_id: (
-            -len(found[fact_id]),
-            len(hits[fact_id]),
-            hashes[fact_id],
-        ),
+        counts, key=lambda fact_id: (-counts[fact_id], len(texts[fact_id]), hashes[fact_id])
     )

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import logging
+import os
+from pathlib import Path
 from typing import Literal
 
+from dotenv import dotenv_values
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+logger = logging.getLogger(__name__)
+OLD_PREFIX = "LIZ_MEMORY_"
 
 
 class FactSettings(BaseSettings):
@@ -29,3 +36,17 @@ class FactSettings(BaseSettings):
     cache_scopes: int = Field(default=64, ge=1)
     # Attempts of the background extraction after a reply (middleware extract_facts).
     extract_attempts: int = Field(default=3, ge=1, le=10)
+
+
+def warn_about_old_names(env_file: str | Path = ".env") -> list[str]:
+    """Name each ``LIZ_MEMORY_*`` setting still in use: they were renamed ``LIZ_FACTS_*``."""
+    found = dict(dotenv_values(env_file)) if Path(env_file).is_file() else {}
+    found.update(os.environ)
+    old = sorted(name for name in found if name.upper().startswith(OLD_PREFIX))
+    for name in old:
+        logger.warning(
+            "%s is no longer read: the facts settings are named LIZ_FACTS_*; rename it %s",
+            name,
+            "LIZ_FACTS_" + name[len(OLD_PREFIX) :],
+        )
+    return old

@@ -91,7 +91,7 @@ class FactStore:
         Returns the events applied, NOOPs included. An unusable LLM answer (after
         the client's one retry) raises ``LLMOutputError`` and changes nothing.
         ``on_commit(session)`` runs in the transaction that writes the facts (not at
-        all when nothing is written); what it raises rolls them back and propagates.
+        all when there is nothing to write); what it raises rolls them back and propagates.
         """
         await self.check()
         conversation = as_conversation(messages)

@@ -53,8 +53,8 @@ def starlette_app(settings: Settings, lifespan: Lifespan | None = None) -> Starl
             )
         )
     key_prompt = []
-    if settings.liz_api_key:
-        # A browser asking for a page without the key is asked for it (a 401 page).
+    if settings.liz_api_key or settings.liz_jwt_secret:
+        # A browser asking for a page without a key or token is asked for one (a 401 page).
         pages = ["/docs", *(["/playground"] if settings.liz_playground else [])]
         key_prompt.append(Middleware(KeyPromptGate, pages=pages))
     middleware.extend(edge_middleware(settings, before_auth=key_prompt))

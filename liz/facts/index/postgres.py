@@ -25,6 +25,7 @@ from liz.facts.index.protocol import (
     IndexedFact,
     check_models,
     deterministic_top,
+    matches_per_term,
     model_bounds,
 )
 from liz.facts.vectors import Vector, rounded
@@ -133,23 +134,21 @@ class PostgresFactIndex:
         )
         return {row[0]: rounded(row[1]) for row in result if (row[2], row[3]) == scope}
 
-    async def keyword_candidates(
-        self, session: AsyncSession, scope: Scope, terms: Sequence[str], *, limit: int
-    ) -> dict[str, str]:
-        if not terms:
-            return {}
-        # Terms are letters and digits only (liz.facts.normalize), safe to quote.
-        query = " | ".join(f"'{term}'" for term in terms)
-        result = await session.execute(
-            text(
-                "SELECT id, text FROM \"Fact\", to_tsquery('simple', :query) AS q "
-                'WHERE "agentId" = :agent AND "userId" = :user AND "retiredAt" IS NULL '
-                'AND "searchVector" @@ q '
-                'ORDER BY ts_rank("searchVector", q) DESC, hash LIMIT :limit'
+    async def term_matches(
+        self, session: AsyncSession, scope: Scope, terms: Sequence[str], *, cap: int
+    ) -> dict[str, dict[str, str]]:
+        # Unranked and limited per term: ts_rank would read every match first.
+        return await matches_per_term(
+            session,
+            terms,
+            cap=cap,
+            one_term=(
+                'SELECT id, text FROM "Fact" WHERE "agentId" = :agent AND "userId" = :user '
+                'AND "retiredAt" IS NULL AND "searchVector" @@ to_tsquery(\'simple\', :term{n})'
             ),
-            {"query": query, "agent": scope[0], "user": scope[1], "limit": limit},
+            bind=lambda term: f"'{term}'",
+            values={"agent": scope[0], "user": scope[1]},
         )
-        return {row[0]: row[1] for row in result}
 
     async def facts_added(self, session: AsyncSession, facts: Iterable[IndexedFact]) -> None:
         return None  # the GIN and HNSW indexes follow the table by themselves

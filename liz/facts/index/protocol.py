@@ -3,7 +3,7 @@ the embedding-model check and one tie-breaking rule."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -55,9 +55,13 @@ class FactIndex(Protocol):
         threshold: float,
     ) -> list[Candidate]: ...
 
-    async def keyword_candidates(
-        self, session: AsyncSession, scope: Scope, terms: Sequence[str], *, limit: int
-    ) -> dict[str, str]: ...
+    async def term_matches(
+        self, session: AsyncSession, scope: Scope, terms: Sequence[str], *, cap: int
+    ) -> dict[str, dict[str, str]]:
+        """For each term found in at most ``cap`` of the scope's active facts, those facts'
+        ids and texts; a term in more is left out. Reads at most ``cap + 1`` facts per term,
+        however large the scope."""
+        ...
 
     async def similarities(
         self, session: AsyncSession, scope: Scope, ids: Sequence[str], query: Vector, *, model: str
@@ -87,6 +91,10 @@ _BOUND = (
     'SELECT "embeddingModel", "embeddingDim" FROM "Fact" WHERE "agentId" = :agent '
     'AND "userId" = :user ORDER BY "embeddingModel" {0}, "embeddingDim" {0} LIMIT 1'
 )
+_BOUNDS = text(
+    f"SELECT * FROM ({_BOUND.format('ASC')}) AS low "
+    f"UNION ALL SELECT * FROM ({_BOUND.format('DESC')}) AS high"
+)
 
 
 async def model_bounds(session: AsyncSession, scope: Scope) -> tuple[ModelPair, ...]:
@@ -95,13 +103,7 @@ async def model_bounds(session: AsyncSession, scope: Scope) -> tuple[ModelPair, 
     Two index lookups, cheap at any size; equal bounds mean every fact shares one model.
     A re-embedding by another process changes them, which is how caches notice it.
     """
-    result = await session.execute(
-        text(
-            f"SELECT * FROM ({_BOUND.format('ASC')}) AS low "
-            f"UNION ALL SELECT * FROM ({_BOUND.format('DESC')}) AS high"
-        ),
-        {"agent": scope[0], "user": scope[1]},
-    )
+    result = await session.execute(_BOUNDS, {"agent": scope[0], "user": scope[1]})
     return tuple((row[0], int(row[1])) for row in result)
 
 
@@ -153,3 +155,33 @@ def deterministic_top(found: Iterable[Candidate], limit: int, exhausted: bool) -
     if exhausted or ranked[-1][1] < boundary:
         return ranked[:limit]
     return [candidate for candidate in ranked if candidate[1] > boundary]
+
+
+async def matches_per_term(
+    session: AsyncSession,
+    terms: Sequence[str],
+    *,
+    cap: int,
+    one_term: str,
+    bind: Callable[[str], str],
+    values: Mapping[str, object] | None = None,
+) -> dict[str, dict[str, str]]:
+    """``term_matches`` in one statement: ``one_term`` selects (fact id, text) for the
+    term bound as ``:term{n}`` (``bind`` makes its value); each runs with ``LIMIT cap + 1``.
+
+    Terms are letters and digits only (liz.facts.normalize), so ``bind`` may quote them.
+    """
+    if not terms:
+        return {}
+    bound: dict[str, object] = {**(values or {}), "most": cap + 1}
+    parts = []
+    for number, term in enumerate(terms):
+        bound[f"term{number}"] = bind(term)
+        parts.append(
+            f"SELECT {number}, * FROM ({one_term.format(n=number)} LIMIT :most) AS term{number}"
+        )
+    result = await session.execute(text(" UNION ALL ".join(parts)), bound)
+    found: dict[str, dict[str, str]] = {term: {} for term in terms}
+    for number, fact_id, fact_text in result:
+        found[terms[number]][fact_id] = fact_text
+    return {term: hits for term, hits in found.items() if len(hits) <= cap}

@@ -1,7 +1,7 @@
 """The queue of learning jobs: fact extraction stored with the message, done once.
 
-Revision ID: 0006_learning_queue
-Revises: 0005_idempotency_keys
+Revision ID: 0007_learning_queue
+Revises: 0006_fact_search_direct
 Create Date: 2026-11-30
 """
 
@@ -14,8 +14,8 @@ from alembic import op
 
 from liz.db.types import UTCDateTime
 
-revision: str = "0006_learning_queue"
-down_revision: str | None = "0005_idempotency_keys"
+revision: str = "0007_learning_queue"
+down_revision: str | None = "0006_fact_search_direct"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -1,0 +1,144 @@
+"""The SQLite index's memory: each scope's active vectors as one float32 matrix.
+
+A search is one matrix-vector product over the scope's matrix. Writes this
+process commits are patched into the matrix in place, in time independent of
+the scope's size; writes by other processes drop the scope, and the next search
+reloads it.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable
+
+import numpy as np
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from liz.facts.domain import Scope
+from liz.facts.index.protocol import ChangeLog, ModelPair
+from liz.facts.vectors import Vector
+
+MIN_SPARE_ROWS = 64
+_HISTORY_MARK = text('SELECT max(id) FROM "FactHistory"')
+_HISTORY_SINCE = text('SELECT id, "agentId", "userId" FROM "FactHistory" WHERE id > :mark')
+
+
+class ScopeVectors:
+    """One scope's active facts: ids, text hashes and unit vectors, row by row.
+
+    Rows are in no meaningful order (rankings break ties by hash). An added fact
+    takes a spare row; a removed one is overwritten by the last row. The matrix
+    keeps a quarter of its size spare, so growing it copies rarely.
+    """
+
+    def __init__(
+        self, ids: list[str], hashes: list[str], matrix: Vector, bounds: tuple[ModelPair, ...]
+    ) -> None:
+        self.ids = ids
+        self.hashes = hashes
+        self.rows = {fact_id: row for row, fact_id in enumerate(ids)}
+        self.bounds = bounds  # see protocol.model_bounds
+        self._storage = _with_spare(matrix, len(ids))
+
+    @property
+    def matrix(self) -> Vector:
+        """One unit vector per row (a view: valid until the next change)."""
+        return self._storage[: len(self.ids)]
+
+    def add(self, fact_id: str, digest: str, vector: Vector) -> None:
+        size = len(self.ids)
+        if size == len(self._storage):
+            self._storage = _with_spare(self._storage, size)
+        self._storage[size] = vector
+        self.ids.append(fact_id)
+        self.hashes.append(digest)
+        self.rows[fact_id] = size
+
+    def remove(self, fact_id: str) -> None:
+        row = self.rows.pop(fact_id, None)
+        if row is None:
+            return
+        last = len(self.ids) - 1
+        if row != last:
+            moved = self.ids[last]
+            self._storage[row] = self._storage[last]
+            self.ids[row] = moved
+            self.hashes[row] = self.hashes[last]
+            self.rows[moved] = row
+        self.ids.pop()
+        self.hashes.pop()
+
+
+def _with_spare(matrix: Vector, size: int) -> Vector:
+    """A copy of ``matrix``'s first ``size`` rows with room for a quarter more."""
+    spare = np.empty((size + max(size // 4, MIN_SPARE_ROWS), matrix.shape[1]), dtype=np.float32)
+    spare[:size] = matrix[:size]
+    return spare
+
+
+class ScopeCache:
+    """Per-scope vectors, dropped when another process changes the scope's facts.
+
+    Every change to a fact writes a ``FactHistory`` row, so the highest history id
+    is a cheap, cross-process revision number; scopes with newer rows are stale,
+    unless the rows are this process's own writes, which it patched in already.
+    """
+
+    def __init__(self, max_scopes: int) -> None:
+        # Each value with the history mark it was loaded at.
+        self._values: OrderedDict[Scope, tuple[ScopeVectors, int]] = OrderedDict()
+        self._max_scopes = max_scopes
+        self._history_mark: int | None = None
+        self._own: set[int] = set()  # history rows of writes this process already took in
+
+    async def refresh(self, session: AsyncSession) -> None:
+        """Forget scopes changed since the last call by others (another process)."""
+        mark = (await session.execute(_HISTORY_MARK)).scalar()
+        mark = int(mark or 0)
+        if self._history_mark is None or mark < self._history_mark:
+            self._values.clear()
+        elif mark > self._history_mark:
+            changed = await session.execute(
+                _HISTORY_SINCE,
+                {"mark": self._history_mark},
+            )
+            self.invalidate({(row[1], row[2]) for row in changed if row[0] not in self._own})
+        self._own = {own for own in self._own if own > mark}
+        self._history_mark = mark
+
+    def get(self, scope: Scope) -> ScopeVectors | None:
+        entry = self._values.get(scope)
+        if entry is None:
+            return None
+        self._values.move_to_end(scope)
+        return entry[0]
+
+    def put(self, scope: Scope, value: ScopeVectors) -> None:
+        """Keep ``value``, loaded at the latest history mark."""
+        self._values[scope] = (value, self._history_mark or 0)
+        self._values.move_to_end(scope)
+        while len(self._values) > self._max_scopes:
+            self._values.popitem(last=False)
+
+    def absorb(self, scope: Scope, log: ChangeLog) -> None:
+        """Patch a write this process committed into the scope's vectors, if cached."""
+        self._own.update(log.history_ids)
+        entry = self._values.get(scope)
+        if entry is None or (log.history_ids and entry[1] >= max(log.history_ids)):
+            return  # not cached, or loaded after the commit: it has the write already
+        cached = entry[0]
+        pairs = set(cached.bounds) | {(fact.model, fact.dimension) for fact in log.added}
+        if len(pairs) > 1:
+            self.invalidate([scope])  # mixed models: let the next search reload and refuse
+            return
+        for fact_id in log.removed:
+            cached.remove(fact_id)
+        for fact in log.added:
+            cached.remove(fact.id)  # an update: its old vector goes
+            cached.add(fact.id, fact.hash, fact.vector)
+        cached.bounds = (pairs.pop(),) * 2 if pairs else ()
+
+    def invalidate(self, scopes: Iterable[Scope]) -> None:
+        for scope in scopes:
+            self._values.pop(scope, None)
