@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 import warnings
@@ -76,9 +78,11 @@ def py_spy(pid: int, out: Path | None) -> Iterator[None]:
     if out is None:
         yield
         return
-    command = ["py-spy", "record", "--pid", str(pid), "--format", "raw", "--rate", "200"]
+    # --idle: keep samples of threads that wait (SQLite's busy handler sleeps).
+    tool = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+    command = [tool, "record", "--pid", str(pid), "--format", "raw", "--rate", "200", "--idle"]
     recorder = subprocess.Popen(
-        [*command, "--output", str(out), "--nonblocking"],
+        [*command, "--output", str(out)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
