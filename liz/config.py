@@ -33,6 +33,9 @@ class Settings(BaseSettings):
 
     liz_api_key: SecretStr | None = None
     liz_prompts_dir: str | None = None
+    # Estimated tokens the previous conversation may take in a prompt; the oldest
+    # messages are left out first. 0: no limit (the last 100 messages, as Liz).
+    liz_context_tokens: int = 4000
 
     server_host: str = "127.0.0.1"
     server_port: int = 3000

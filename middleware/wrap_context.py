@@ -2,15 +2,28 @@
 
 from __future__ import annotations
 
+from liz.errors import UsageError
 from liz.pipeline import AgentRequest, AgentResponse
+from liz.tokens import newest_within_budget
 from liz.types import Next
 
 
 async def wrap_context(req: AgentRequest, res: AgentResponse, next: Next) -> None:
-    """Render `req.context` from the memories (oldest first), recalled facts and the agent."""
+    """Render `req.context` from the memories (oldest first), recalled facts and the agent.
+
+    The previous conversation keeps the newest memories that fit in
+    ``LIZ_CONTEXT_TOKENS`` (estimated tokens, see ``liz.tokens``); older ones are
+    left out, and the recalled facts carry what they said about the user.
+    """
+    budget = req.runtime.settings.liz_context_tokens
+    if budget < 0:
+        raise UsageError(
+            f"LIZ_CONTEXT_TOKENS is {budget}; use a number of tokens, or 0 for no limit"
+        )
+    memories = newest_within_budget(req.memories, budget)
     req.context = req.agent.templates.render(
         "context.j2",
-        memories=list(reversed(req.memories)),
+        memories=list(reversed(memories)),
         facts=req.facts,
         agent_context=req.agent.get_agent_context(),
         user_input=req.input.text or "",
