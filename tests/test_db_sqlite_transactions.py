@@ -73,3 +73,19 @@ async def test_writers_that_read_first_take_turns_and_all_land(
     await asyncio.gather(*(write(n) for n in range(20)))
     async with read_only_session(sessions) as session:
         assert await count_memories(session, user_id="ada") == 20
+
+
+async def test_a_write_that_fails_midway_leaves_nothing_and_the_next_write_lands(
+    sessions: async_sessionmaker[AsyncSession],
+) -> None:
+    class Oops(Exception):
+        pass
+
+    with pytest.raises(Oops):
+        async with sessions() as session, session.begin():
+            await insert_memory(session, said("rolled back"))
+            raise Oops
+    async with sessions() as session, session.begin():
+        await insert_memory(session, said("kept"))
+    async with read_only_session(sessions) as session:
+        assert await count_memories(session, user_id="ada") == 1

@@ -50,7 +50,8 @@ def create_engine(
         if normalized.database and normalized.database != ":memory:":
             # As Prisma does: a new SQLite file may live in a folder that does not exist yet.
             Path(normalized.database).parent.mkdir(parents=True, exist_ok=True)
-        engine = _create_async_engine(normalized, **kwargs)
+        # Connections given back are rolled back by queue_sqlite_writers, when needed.
+        engine = _create_async_engine(normalized, pool_reset_on_return=None, **kwargs)
         _tune_sqlite(engine)
     else:
         normalized, connect_args = asyncpg_connect_args(normalized)

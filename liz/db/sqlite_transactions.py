@@ -33,6 +33,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from sqlalchemy.orm import Session, SessionTransaction
+from sqlalchemy.pool import PoolResetState
 from sqlalchemy.util import concurrency
 
 from liz.errors import UsageError
@@ -40,7 +41,6 @@ from liz.errors import UsageError
 READ_ONLY = "liz_read_only"  # a key in Session.info
 _STATE = "liz_sqlite_transaction"  # a key in the DBAPI connection's info
 _PENDING_WRITE, _PENDING_READ, _READING, _WRITING = "pending-write", "pending-read", "r", "w"
-_HELD_LOCK = "liz_sqlite_write_lock"
 _WRITE_STATEMENT = re.compile(
     r"^\s*(INSERT|UPDATE|DELETE|REPLACE|UPSERT|CREATE|DROP|ALTER)\b", re.IGNORECASE
 )
@@ -70,10 +70,16 @@ def _note_read_only(session: Session, transaction: SessionTransaction, conn: Con
 
 
 def queue_sqlite_writers(engine: AsyncEngine, lock_timeout: float) -> None:
-    """Install the rules above on a SQLite ``engine`` (whose connections are in autocommit)."""
+    """Install the rules above on a SQLite ``engine`` (whose connections are in autocommit).
+
+    The engine must be made with ``pool_reset_on_return=None``: connections given back
+    are rolled back here, and only when their transaction was left open.
+    """
     locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
         weakref.WeakKeyDictionary()
     )
+    # The write lock each DBAPI connection holds, by id (the adapters take no attributes).
+    held: dict[int, asyncio.Lock] = {}
 
     def write_lock() -> asyncio.Lock:
         # One lock per event loop: an asyncio.Lock belongs to the loop it first waited in.
@@ -82,6 +88,11 @@ def queue_sqlite_writers(engine: AsyncEngine, lock_timeout: float) -> None:
         if lock is None:
             lock = locks[loop] = asyncio.Lock()
         return lock
+
+    def release(dbapi_connection: Any) -> None:
+        lock = held.pop(id(dbapi_connection), None)
+        if lock is not None and lock.locked():
+            lock.release()
 
     async def acquire(lock: asyncio.Lock) -> None:
         try:
@@ -97,6 +108,25 @@ def queue_sqlite_writers(engine: AsyncEngine, lock_timeout: float) -> None:
             ) from None
 
     sync_engine = engine.sync_engine
+    dialect = sync_engine.dialect
+    commit, rollback = dialect.do_commit, dialect.do_rollback
+
+    # The lock is let go once COMMIT or ROLLBACK is done, so the next writer in line finds
+    # SQLite's own lock free. (SQLAlchemy has no event after a commit: wrap the dialect's.)
+    def do_commit(dbapi_connection: Any) -> None:
+        try:
+            commit(dbapi_connection)
+        finally:
+            release(dbapi_connection)
+
+    def do_rollback(dbapi_connection: Any) -> None:
+        try:
+            rollback(dbapi_connection)
+        finally:
+            release(dbapi_connection)
+
+    dialect.do_commit = do_commit  # type: ignore[method-assign]
+    dialect.do_rollback = do_rollback  # type: ignore[method-assign]
 
     @event.listens_for(sync_engine, "begin")
     def _begin(conn: Connection) -> None:
@@ -122,48 +152,38 @@ def queue_sqlite_writers(engine: AsyncEngine, lock_timeout: float) -> None:
             cursor.execute("BEGIN")
             info[_STATE] = _READING
             return
+        dbapi_connection = conn.connection.dbapi_connection
         if concurrency.in_greenlet():  # driven by asyncio (always, for an AsyncEngine)
             lock = write_lock()
             concurrency.await_(acquire(lock))
-            info[_HELD_LOCK] = lock
+            held[id(dbapi_connection)] = lock
         try:
             cursor.execute("BEGIN IMMEDIATE")
         except BaseException:
-            _release(info)
+            release(dbapi_connection)
             raise
         info[_STATE] = _WRITING
 
     @event.listens_for(sync_engine, "commit")
-    def _commit(conn: Connection) -> None:
-        _finish(conn, "commit")
-
     @event.listens_for(sync_engine, "rollback")
-    def _rollback(conn: Connection) -> None:
-        _finish(conn, "rollback")
+    def _end(conn: Connection) -> None:
+        conn.info.pop(_STATE, None)
+
+    @event.listens_for(sync_engine, "reset")
+    def _reset(dbapi_connection: Any, record: Any, reset_state: PoolResetState) -> None:
+        # SQLAlchemy would roll back every connection given back, even when the
+        # transaction ended already (the usual case): a trip to SQLite's thread for
+        # nothing. SQLite itself says whether one is open.
+        if reset_state.terminate_only:
+            return
+        driver = getattr(dbapi_connection, "driver_connection", dbapi_connection)
+        if getattr(driver, "in_transaction", True):
+            dbapi_connection.rollback()
 
     @event.listens_for(sync_engine, "checkin")
-    def _checkin(dbapi_connection: Any, record: Any) -> None:
-        # A connection given back without commit or rollback (pool reset) holds nothing.
-        record.info.pop(_STATE, None)
-        _release(record.info)
-
-
-def _finish(conn: Connection, how: str) -> None:
-    info = conn.info
-    info.pop(_STATE, None)
-    if _HELD_LOCK not in info:
-        return
-    try:
-        # End the transaction now, so the next writer in line finds SQLite's lock free;
-        # SQLAlchemy's own commit/rollback that follows then has nothing left to do.
-        dbapi_connection = conn.connection.dbapi_connection
-        if dbapi_connection is not None:
-            getattr(dbapi_connection, how)()
-    finally:
-        _release(info)
-
-
-def _release(info: dict[Any, Any]) -> None:
-    lock = info.pop(_HELD_LOCK, None)
-    if lock is not None and lock.locked():
-        lock.release()
+    @event.listens_for(sync_engine, "close")
+    def _forget(dbapi_connection: Any, record: Any) -> None:
+        # Whatever happened, a connection back in (or out of) the pool holds no lock.
+        if record is not None:
+            record.info.pop(_STATE, None)
+        release(dbapi_connection)
