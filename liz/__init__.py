@@ -1,28 +1,63 @@
-"""liz: Express-style AI agents with a memory you can trust."""
+"""liz: Express-style AI agents with a memory you can trust.
+
+>>> from liz import App, BaseAgent, Character
+
+Names are imported on first use, so ``liz --help`` starts fast.
+"""
 
 from __future__ import annotations
 
-from liz.agent import BaseAgent
-from liz.config import Settings
-from liz.errors import LizError, LLMError, LLMNotConfigured, StorageError, UsageError
-from liz.pipeline import AgentFramework, AgentRequest, AgentResponse, compose
-from liz.types import (
-    AgentReply,
-    Character,
-    InputObject,
-    InputSource,
-    InputType,
-    Memory,
-    Middleware,
-    Next,
-    Route,
-)
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from liz.agent import BaseAgent
+    from liz.app import App
+    from liz.config import Settings
+    from liz.errors import LizError, LLMError, LLMNotConfigured, StorageError, UsageError
+    from liz.pipeline import AgentFramework, AgentRequest, AgentResponse, compose
+    from liz.types import (
+        AgentReply,
+        Character,
+        InputObject,
+        InputSource,
+        InputType,
+        Memory,
+        Middleware,
+        Next,
+        Route,
+    )
+
+_WHERE = {
+    "App": "liz.app",
+    "AgentFramework": "liz.pipeline",
+    "AgentReply": "liz.types",
+    "AgentRequest": "liz.pipeline",
+    "AgentResponse": "liz.pipeline",
+    "BaseAgent": "liz.agent",
+    "Character": "liz.types",
+    "InputObject": "liz.types",
+    "InputSource": "liz.types",
+    "InputType": "liz.types",
+    "LLMError": "liz.errors",
+    "LLMNotConfigured": "liz.errors",
+    "LizError": "liz.errors",
+    "Memory": "liz.types",
+    "Middleware": "liz.types",
+    "Next": "liz.types",
+    "Route": "liz.types",
+    "Settings": "liz.config",
+    "StorageError": "liz.errors",
+    "UsageError": "liz.errors",
+    "compose": "liz.pipeline",
+}
 
 __all__ = [
     "AgentFramework",
     "AgentReply",
     "AgentRequest",
     "AgentResponse",
+    "App",
     "BaseAgent",
     "Character",
     "InputObject",
@@ -40,3 +75,9 @@ __all__ = [
     "UsageError",
     "compose",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        return getattr(import_module(_WHERE[name]), name)
+    raise AttributeError(f"module 'liz' has no attribute {name!r}")

@@ -8,7 +8,7 @@ from typing import TypeVar
 
 from liz.errors import UsageError
 from liz.templates import PromptTemplates, default_templates
-from liz.types import Character, Route
+from liz.types import Character, Middleware, Route
 
 T = TypeVar("T")
 
@@ -33,6 +33,8 @@ class BaseAgent:
         self.templates = templates or default_templates
         self.rng = rng or random.Random()
         self._routes: dict[str, Route] = {}
+        # Steps only this agent's inputs run through, after the app's own.
+        self.middleware: list[Middleware] = []
 
     @property
     def agent_id(self) -> str:
@@ -41,6 +43,14 @@ class BaseAgent:
     @property
     def name(self) -> str:
         return self.character.name
+
+    def use(self, *middleware: Middleware) -> BaseAgent:
+        """Add steps that run for this agent's inputs only (after the app-wide ones)."""
+        for step in middleware:
+            if not callable(step):
+                raise TypeError(f"middleware must be an async callable, got {step!r}")
+        self.middleware.extend(middleware)
+        return self
 
     def add_route(self, route: Route) -> None:
         if route.name in self._routes:

@@ -1,44 +1,19 @@
-"""The ASGI entry point ``liz serve`` runs; also usable with any ASGI server.
+"""ASGI entry points for servers other than ``liz serve``.
 
+    uvicorn myapp:app                                # your App is an ASGI app itself
     uvicorn --factory liz.asgi:app_from_env --workers 4
 
-reads the settings from the environment and the agents from ``LIZ_AGENTS_DIR``
-(default: the bundled ``agents/`` folder).
+``app_from_env`` serves ``LIZ_APP`` (``MODULE:ATTRIBUTE``) when set, else the agents of
+``LIZ_AGENTS_DIR`` (default: the bundled agents) with the standard chain.
 """
 
 from __future__ import annotations
 
-import logging
 import os
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 
-from starlette.applications import Starlette
-
-from liz.bootstrap import build_framework, load_agents, open_runtime
-from liz.config import Settings
-from liz.http import create_served_app
-from liz.pipeline import AgentFramework
-
-logger = logging.getLogger(__name__)
+from liz.app import App
+from liz.target import load_app
 
 
-def create_app_for(settings: Settings, agents_dir: str | None) -> Starlette:
-    agents = load_agents(agents_dir, prompts_dir=settings.liz_prompts_dir)
-
-    @asynccontextmanager
-    async def open_framework() -> AsyncIterator[AgentFramework]:
-        async with open_runtime(settings) as runtime:
-            if runtime.llm_client is None:
-                logger.warning(
-                    "no LLM configured (set OPENAI_API_KEY, OPENROUTER_API_KEY or "
-                    "OPENAI_BASE_URL); POST /agent/input answers 503 until one is set"
-                )
-            yield build_framework(runtime)
-
-    api_key = settings.liz_api_key.get_secret_value() if settings.liz_api_key else None
-    return create_served_app(open_framework, agents, api_key)
-
-
-def app_from_env() -> Starlette:
-    return create_app_for(Settings(), os.environ.get("LIZ_AGENTS_DIR"))
+def app_from_env() -> App:
+    return load_app(os.environ.get("LIZ_APP") or None)

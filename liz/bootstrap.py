@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -15,16 +15,16 @@ from liz.agent import BaseAgent
 from liz.config import Settings
 from liz.db.engine import create_engine, make_sessionmaker
 from liz.errors import UsageError
+from liz.facts.settings import FactSettings
+from liz.facts.store import FactStore
 from liz.llm import LLMClient
-from liz.memory.settings import MemorySettings
-from liz.memory.store import MemoryStore
 from liz.pipeline import AgentFramework
 from liz.routes import standard_routes
 from liz.runtime import Runtime
 from liz.templates import PromptTemplates, default_templates
 from liz.types import Character, Clock, Middleware, SystemClock
 
-DEFAULT_AGENTS_DIR = Path(__file__).resolve().parent.parent / "agents"
+DEFAULT_AGENTS_DIR = Path(__file__).parent / "agents"  # the bundled agents, as installed
 
 
 def load_agents(
@@ -56,14 +56,20 @@ def load_agents(
         agents[agent.agent_id] = agent
     if not agents:
         raise UsageError(f"no agents in {str(folder)!r}: add a *.py or *.json agent there")
-    if prompts_dir is not None:
-        if not Path(prompts_dir).is_dir():
-            raise UsageError(f"LIZ_PROMPTS_DIR {str(prompts_dir)!r} is not a folder")
-        overridden = PromptTemplates(prompts_dir)
-        for agent in agents.values():
-            if agent.templates is default_templates:
-                agent.templates = overridden
+    apply_prompts_dir(agents.values(), prompts_dir)
     return agents
+
+
+def apply_prompts_dir(agents: Iterable[BaseAgent], prompts_dir: str | Path | None) -> None:
+    """Agents on the built-in templates use ``LIZ_PROMPTS_DIR``'s templates first."""
+    if prompts_dir is None:
+        return
+    if not Path(prompts_dir).is_dir():
+        raise UsageError(f"LIZ_PROMPTS_DIR {str(prompts_dir)!r} is not a folder")
+    overridden = PromptTemplates(prompts_dir)
+    for agent in agents:
+        if agent.templates is default_templates:
+            agent.templates = overridden
 
 
 def _agent_from_module(path: Path) -> BaseAgent:
@@ -98,31 +104,31 @@ async def open_runtime(
     *,
     llm_client: LLMClient | None = None,
     clock: Clock | None = None,
-    memory_settings: MemorySettings | None = None,
+    fact_settings: FactSettings | None = None,
 ) -> AsyncIterator[Runtime]:
     """Open the database and the LLM for one process; close them (after background work) on exit.
 
-    The long-term memory is on when an LLM is configured, unless ``LIZ_MEMORY_ENABLED=false``.
+    The facts store is on when an LLM is configured, unless ``LIZ_FACTS_ENABLED=false``.
     """
-    memory_settings = memory_settings or MemorySettings()
+    fact_settings = fact_settings or FactSettings()
     clock = clock or SystemClock()
     engine = create_engine(settings.database_url, settings)
     llm = llm_client or LLMClient.from_settings(settings)
     sessions = make_sessionmaker(engine)
-    memory = None
-    if llm is not None and memory_settings.enabled:
-        memory = MemoryStore(sessions, llm, engine=engine, clock=clock, settings=memory_settings)
+    facts = None
+    if llm is not None and fact_settings.enabled:
+        facts = FactStore(sessions, llm, engine=engine, clock=clock, settings=fact_settings)
     runtime = Runtime(
         settings=settings,
         engine=engine,
         llm_client=llm,
         clock=clock,
-        memory=memory,
+        facts=facts,
     )
     try:
-        if memory is not None:
+        if facts is not None:
             # Fail at startup, naming the fix, rather than on the first message.
-            await memory.check()
+            await facts.check()
         yield runtime
     finally:
         await runtime.background.drain()
@@ -134,9 +140,10 @@ async def open_runtime(
 def build_framework(
     runtime: Runtime, middleware: Sequence[Middleware] | None = None
 ) -> AgentFramework:
-    """A framework running ``middleware``, by default the standard chain."""
-    from middleware import standard_middleware
+    """A framework running ``middleware``, by default the standard chain.
 
-    framework = AgentFramework(runtime)
-    framework.use(*(standard_middleware if middleware is None else middleware))
-    return framework
+    Steps added with ``framework.use`` and each agent's own run before it.
+    """
+    from liz.middleware import standard_middleware
+
+    return AgentFramework(runtime, standard_middleware if middleware is None else middleware)

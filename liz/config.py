@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
 class Settings(BaseSettings):
@@ -35,7 +35,24 @@ class Settings(BaseSettings):
     liz_prompts_dir: str | None = None
     # Estimated tokens the previous conversation may take in a prompt; the oldest
     # messages are left out first. 0: no limit (the last 100 messages, as Liz).
-    liz_context_tokens: int = 4000
+    liz_context_tokens: int = Field(default=4000, ge=0)
+    # The folder of agents served when no app is named (default: the bundled agents).
+    liz_agents_dir: str | None = None
+    # Browser origins allowed to call the HTTP API (CORS), comma-separated; none by default.
+    liz_cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
+
+    @field_validator("liz_cors_origins", mode="before")
+    @classmethod
+    def _split_origins(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [origin.strip() for origin in value.split(",") if origin.strip()]
+        return value
+
+
+class ServerSettings(BaseSettings):
+    """Where ``liz serve`` listens, unless ``--host``/``--port`` say otherwise."""
+
+    model_config = SettingsConfigDict(env_file=".env", extra="ignore")
 
     server_host: str = "127.0.0.1"
-    server_port: int = 3000
+    server_port: int = Field(default=3000, ge=0, le=65535)

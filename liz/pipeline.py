@@ -18,6 +18,8 @@ from liz.types import AgentReply, ErrorHandler, InputObject, Memory, Middleware,
 
 if TYPE_CHECKING:
     from liz.agent import BaseAgent
+    from liz.facts.domain import Fact
+    from liz.types import RouteChoice
 
 logger = logging.getLogger(__name__)
 
@@ -29,9 +31,12 @@ class AgentRequest:
     input: InputObject
     agent: BaseAgent
     runtime: Runtime
-    memories: list[Memory] = field(default_factory=list)
-    facts: list[Any] = field(default_factory=list)
-    context: str = ""
+    memories: list[Memory] = field(default_factory=list)  # load_memories, newest first
+    facts: list[Fact] = field(default_factory=list)  # recall_facts, best match first
+    context: str = ""  # wrap_context: the prompt the route sends
+    input_memory_id: str | None = None  # create_memory: the stored input's id
+    route_choice: RouteChoice | None = None  # router: the LLM's pick, when it asked one
+    # Your own middleware's per-request data; the standard steps never use it.
     state: dict[str, Any] = field(default_factory=dict)
     # A rehearsal (the bot's --dry-run): steps do their work but store nothing.
     dry_run: bool = False
@@ -41,13 +46,15 @@ class AgentResponse:
     """Collects exactly one outcome: a reply (``send``) or an error (``fail``).
 
     When the caller streams (``on_token``), a route may ``emit`` the reply's text as
-    it is generated; it still ends with ``send`` of the whole text.
+    it is generated; it still ends with ``send`` of the whole text. ``kind`` is the
+    type the reply is stored with in the conversation log (``text``, ``tweet``).
     """
 
     def __init__(self, input: InputObject, *, on_token: TokenSink | None = None) -> None:
         self._input = input
         self._on_token = on_token
         self.reply: AgentReply | None = None
+        self.kind = "text"
         self.error: LizError | None = None
 
     @property
@@ -62,9 +69,10 @@ class AgentResponse:
     def done(self) -> bool:
         return self.reply is not None or self.error is not None
 
-    async def send(self, text: str, *, route: str | None = None) -> None:
+    async def send(self, text: str, *, route: str | None = None, kind: str = "text") -> None:
         if self.done:
             raise UsageError("res.send() called after the response was already sent or failed")
+        self.kind = kind
         self.reply = AgentReply(
             text=text,
             route=route,
@@ -85,9 +93,7 @@ def compose(middleware: Sequence[Middleware]) -> Middleware:
     >>> chain = compose([validate_input, load_memories(limit=50), router])
     """
     steps = list(middleware)
-    for step in steps:
-        if not callable(step):
-            raise TypeError(f"middleware must be an async callable, got {step!r}")
+    _check_callables(steps)
 
     async def composed(req: AgentRequest, res: AgentResponse, next: Next | None = None) -> None:
         last_called = -1
@@ -108,25 +114,34 @@ def compose(middleware: Sequence[Middleware]) -> Middleware:
     return composed
 
 
+def _check_callables(middleware: Sequence[Middleware]) -> None:
+    for step in middleware:
+        if not callable(step):
+            raise TypeError(f"middleware must be an async callable, got {step!r}")
+
+
 async def _chain_end() -> None:
     """What the last step's ``next`` does: nothing."""
 
 
 class AgentFramework:
-    """Holds the chain and the runtime; the HTTP app, CLI and bot loop all call ``process``."""
+    """Holds the chain and the runtime; the HTTP app, CLI and bot loop all call ``process``.
 
-    def __init__(self, runtime: Runtime) -> None:
+    Each input runs through the steps given to ``use`` (in order), then its agent's
+    own steps (``agent.use``), then ``chain`` (the standard steps, when an
+    :class:`liz.App` builds the framework).
+    """
+
+    def __init__(self, runtime: Runtime, chain: Sequence[Middleware] = ()) -> None:
         self.runtime = runtime
         self._middleware: list[Middleware] = []
+        self._chain = list(chain)
+        _check_callables(self._chain)
         self._error_handlers: list[ErrorHandler] = []
-        self._chain: Middleware | None = None
 
     def use(self, *middleware: Middleware) -> AgentFramework:
-        for step in middleware:
-            if not callable(step):
-                raise TypeError(f"middleware must be an async callable, got {step!r}")
+        _check_callables(middleware)
         self._middleware.extend(middleware)
-        self._chain = None
         return self
 
     def on_error(self, handler: ErrorHandler) -> AgentFramework:
@@ -135,7 +150,8 @@ class AgentFramework:
 
     @property
     def middleware(self) -> tuple[Middleware, ...]:
-        return tuple(self._middleware)
+        """Every step an input runs through, but the agents' own."""
+        return (*self._middleware, *self._chain)
 
     async def process(
         self,
@@ -150,12 +166,11 @@ class AgentFramework:
         ``on_token`` receives the reply's text as routes generate it (server-sent events).
         With ``dry_run`` the reply is generated but nothing is stored.
         """
-        if self._chain is None:
-            self._chain = compose(self._middleware)
+        chain = compose([*self._middleware, *agent.middleware, *self._chain])
         req = AgentRequest(input=input, agent=agent, runtime=self.runtime, dry_run=dry_run)
         res = AgentResponse(input, on_token=on_token)
         try:
-            await self._chain(req, res, _chain_end)
+            await chain(req, res, _chain_end)
         except Exception as exc:
             await self._handle_error(exc, req, res)
         if not res.done:

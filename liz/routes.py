@@ -1,27 +1,12 @@
-"""The standard routes: talk with the user, and write a new post."""
+"""The standard routes: talk with the user, and write a new post.
+
+A route produces the reply's text; ``create_memory`` keeps it in the conversation log.
+"""
 
 from __future__ import annotations
 
-from liz.db.memories import insert_memory
 from liz.pipeline import AgentRequest, AgentResponse
-from liz.types import Memory, Route
-
-
-async def store_reply(req: AgentRequest, text: str, *, type: str = "text") -> None:
-    """Keep what the agent said, in the same room, so the next turn sees it."""
-    if req.dry_run:
-        return
-    memory = Memory(
-        user_id=req.input.user_id,
-        agent_id=req.input.agent_id,
-        room_id=req.input.room,
-        content={"text": text},
-        type=type,
-        generator="llm",
-        created_at=req.runtime.clock.now(),
-    )
-    async with req.runtime.sessions() as session, session.begin():
-        await insert_memory(session, memory)
+from liz.types import Route
 
 
 async def converse(req: AgentRequest, res: AgentResponse) -> None:
@@ -38,7 +23,6 @@ async def converse(req: AgentRequest, res: AgentResponse) -> None:
         text = await req.runtime.llm.text(
             req.context, system=system, image_urls=req.input.image_urls
         )
-    await store_reply(req, text)
     await res.send(text)
 
 
@@ -53,8 +37,7 @@ async def write_tweet(req: AgentRequest, res: AgentResponse) -> None:
         instruction=req.input.text or "",
     )
     text = (await req.runtime.llm.text(prompt, system=req.agent.get_system_prompt())).strip()
-    await store_reply(req, text, type="tweet")
-    await res.send(text)
+    await res.send(text, kind="tweet")
 
 
 conversation = Route(

@@ -14,8 +14,8 @@ from liz.errors import LLMNotConfigured
 from liz.types import Clock, SystemClock
 
 if TYPE_CHECKING:
+    from liz.facts.store import FactStore
     from liz.llm.client import LLMClient
-    from liz.memory.store import MemoryStore
 
 
 @dataclass
@@ -27,7 +27,7 @@ class Runtime:
     llm_client: LLMClient | None
     clock: Clock = field(default_factory=SystemClock)
     background: BackgroundTasks = field(default_factory=BackgroundTasks)
-    memory: MemoryStore | None = None
+    facts: FactStore | None = None  # long-term facts about users; None without an LLM
     # One session per unit of work, from the one engine of this process.
     sessions: async_sessionmaker[AsyncSession] = field(init=False)
 

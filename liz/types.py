@@ -194,6 +194,14 @@ class Route:
     internal_only: bool = False
 
 
+class RouteChoice(BaseModel):
+    """The router's answer, as structured output from the small model."""
+
+    route: str = Field(description="The name of the chosen route, exactly as listed")
+    confidence: float = Field(ge=0, le=1, description="How sure you are, from 0 to 1")
+    reasoning: str = Field(description="One sentence on why this route fits")
+
+
 class AgentReply(CamelModel):
     """What `POST /agent/input` answers: Liz's response body."""
 

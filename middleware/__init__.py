@@ -7,14 +7,14 @@ Or pick and reorder them, and add your own anywhere in the chain.
 
 from __future__ import annotations
 
+from liz.middleware.create_memory import create_memory
+from liz.middleware.extract_facts import extract_facts
+from liz.middleware.load_memories import load_memories
+from liz.middleware.recall_facts import recall_facts
+from liz.middleware.router import router
+from liz.middleware.validate_input import validate_input
+from liz.middleware.wrap_context import wrap_context
 from liz.types import Middleware
-from middleware.create_memory import create_memory
-from middleware.extract_facts import extract_facts
-from middleware.load_memories import load_memories
-from middleware.recall_facts import recall_facts
-from middleware.router import router
-from middleware.validate_input import validate_input
-from middleware.wrap_context import wrap_context
 
 standard_middleware: list[Middleware] = [
     validate_input,

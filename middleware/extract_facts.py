@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import logging
 
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
+from tenacity import wait_exponential
 
 from liz.errors import LLMError, StorageError, UsageError
-from liz.memory.store import MemoryStore
+from liz.facts.store import FactStore
 from liz.pipeline import AgentRequest, AgentResponse
-from liz.types import InputSource, Middleware, Next
+from liz.retry import retrying
+from liz.types import Clock, InputSource, Middleware, Next
 
 logger = logging.getLogger(__name__)
 
@@ -19,7 +20,7 @@ def extract_facts(attempts: int | None = None, wait_seconds: float = 2.0) -> Mid
 
     The user never waits for it: it runs on ``runtime.background``. A failure
     (LLM down, unusable answer, database busy) is retried ``attempts`` times
-    (default ``LIZ_MEMORY_EXTRACT_ATTEMPTS``), waiting ``wait_seconds`` and then
+    (default ``LIZ_FACTS_EXTRACT_ATTEMPTS``), waiting ``wait_seconds`` and then
     longer between tries, and finally logged; the request has succeeded anyway.
     A failure another try cannot fix (facts embedded with another model) is
     logged at once.
@@ -31,8 +32,8 @@ def extract_facts(attempts: int | None = None, wait_seconds: float = 2.0) -> Mid
 
     async def extract(req: AgentRequest, res: AgentResponse, next: Next) -> None:
         await next()
-        memory = req.runtime.memory
-        if res.reply is None or memory is None or not (req.input.text or "").strip():
+        facts = req.runtime.facts
+        if res.reply is None or facts is None or not (req.input.text or "").strip():
             return
         if req.dry_run or req.input.source is InputSource.INTERNAL:
             return  # a rehearsal, or the framework talking to itself (scheduled posts)
@@ -40,18 +41,18 @@ def extract_facts(attempts: int | None = None, wait_seconds: float = 2.0) -> Mid
             {"role": "user", "content": req.input.text or ""},
             {"role": "assistant", "content": res.reply.text},
         ]
-        tries = attempts or memory.settings.extract_attempts
-        source = req.state.get("input_memory_id")
+        tries = attempts or facts.settings.extract_attempts
         req.runtime.background.spawn(
             _learn(
-                memory,
+                facts,
                 exchange,
                 req.input.agent_id,
                 req.input.user_id,
                 req.agent.name,
-                source if isinstance(source, str) else None,
+                req.input_memory_id,
                 tries,
                 wait_seconds,
+                req.runtime.clock,
             ),
             name=f"extract_facts:{req.input.agent_id}:{req.input.user_id}",
         )
@@ -60,7 +61,7 @@ def extract_facts(attempts: int | None = None, wait_seconds: float = 2.0) -> Mid
 
 
 async def _learn(
-    memory: MemoryStore,
+    facts: FactStore,
     exchange: list[dict[str, str]],
     agent_id: str,
     user_id: str,
@@ -68,22 +69,23 @@ async def _learn(
     source_memory_id: str | None,
     attempts: int,
     wait_seconds: float,
+    clock: Clock,
 ) -> None:
     number = 0
     try:
-        async for attempt in AsyncRetrying(
-            stop=stop_after_attempt(attempts),
-            wait=wait_exponential(multiplier=wait_seconds, max=max(wait_seconds * 16, 0.0)),
+        async for attempt in retrying(
             # The LLM and the database may recover; a model mismatch or bad input will not,
             # and every try pays for an extraction call.
-            retry=retry_if_exception(lambda exc: isinstance(exc, LLMError | StorageError)),
-            reraise=True,
+            retry_if=lambda exc: isinstance(exc, LLMError | StorageError),
+            attempts=attempts,
+            wait=wait_exponential(multiplier=wait_seconds, max=max(wait_seconds * 16, 0.0)),
+            clock=clock,
         ):
             with attempt:
                 number = attempt.retry_state.attempt_number
                 if number > 1:
                     logger.info("extracting facts for user %s: attempt %d", user_id, number)
-                events = await memory.add(
+                events = await facts.add(
                     exchange,
                     agent_id,
                     user_id,

@@ -14,9 +14,9 @@ logger = logging.getLogger(__name__)
 def recall_facts(limit: int = 10, threshold: float | None = None) -> Middleware:
     """A step that puts the user's best-matching facts on ``req.facts`` (before ``wrap_context``).
 
-    ``threshold`` is the similarity floor (default ``LIZ_MEMORY_SEARCH_THRESHOLD``);
+    ``threshold`` is the similarity floor (default ``LIZ_FACTS_SEARCH_THRESHOLD``);
     facts matching the input's exact words count whatever their similarity.
-    Without a memory store or without input text it passes straight on. When recall
+    Without a facts store or without input text it passes straight on. When recall
     fails (embeddings down, facts embedded with another model, no pgvector) the
     failure is logged with its fix and the agent answers without facts.
     """
@@ -24,12 +24,12 @@ def recall_facts(limit: int = 10, threshold: float | None = None) -> Middleware:
         raise UsageError(f"recall_facts(limit={limit}): limit must be at least 1")
 
     async def recall(req: AgentRequest, res: AgentResponse, next: Next) -> None:
-        memory = req.runtime.memory
+        facts = req.runtime.facts
         text = (req.input.text or "").strip()
-        if memory is not None and text:
+        if facts is not None and text:
             try:
                 req.facts = list(
-                    await memory.search(
+                    await facts.search(
                         text,
                         req.input.agent_id,
                         req.input.user_id,

@@ -4,21 +4,11 @@ from __future__ import annotations
 
 import logging
 
-from pydantic import BaseModel, Field
-
 from liz.errors import InputError, LLMError
 from liz.pipeline import AgentRequest, AgentResponse
-from liz.types import Next, Route
+from liz.types import Next, Route, RouteChoice
 
 logger = logging.getLogger(__name__)
-
-
-class RouteChoice(BaseModel):
-    """The router's answer, as structured output from the small model."""
-
-    route: str = Field(description="The name of the chosen route, exactly as listed")
-    confidence: float = Field(ge=0, le=1, description="How sure you are, from 0 to 1")
-    reasoning: str = Field(description="One sentence on why this route fits")
 
 
 def eligible_routes(req: AgentRequest) -> list[Route]:
@@ -48,7 +38,7 @@ async def choose_route(req: AgentRequest, routes: list[Route]) -> Route:
             f"the router LLM chose the unknown route {choice.route!r}; "
             f"the routes on offer were: {', '.join(by_name)}"
         )
-    req.state["route_choice"] = choice
+    req.route_choice = choice
     return by_name[choice.route]
 
 

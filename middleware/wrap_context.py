@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from liz.errors import UsageError
 from liz.pipeline import AgentRequest, AgentResponse
 from liz.tokens import newest_within_budget
 from liz.types import Next
@@ -15,12 +14,7 @@ async def wrap_context(req: AgentRequest, res: AgentResponse, next: Next) -> Non
     ``LIZ_CONTEXT_TOKENS`` (estimated tokens, see ``liz.tokens``); older ones are
     left out, and the recalled facts carry what they said about the user.
     """
-    budget = req.runtime.settings.liz_context_tokens
-    if budget < 0:
-        raise UsageError(
-            f"LIZ_CONTEXT_TOKENS is {budget}; use a number of tokens, or 0 for no limit"
-        )
-    memories = newest_within_budget(req.memories, budget)
+    memories = newest_within_budget(req.memories, req.runtime.settings.liz_context_tokens)
     req.context = req.agent.templates.render(
         "context.j2",
         memories=list(reversed(memories)),

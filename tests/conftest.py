@@ -4,5 +4,5 @@ pytest_plugins = [
     "tests.fixtures.llm",
     "tests.fixtures.db",
     "tests.fixtures.app",
-    "tests.fixtures.memory",
+    "tests.fixtures.facts",
 ]

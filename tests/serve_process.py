@@ -1,4 +1,5 @@
-"""Start ``liz serve`` as a real process on a free loopback port, for end-to-end tests."""
+"""The ``liz`` command as real processes, for end-to-end tests: one-shot runs, and
+``liz serve`` on a free loopback port."""
 
 from __future__ import annotations
 
@@ -14,6 +15,21 @@ from pathlib import Path
 import httpx
 
 
+def run_liz(
+    *args: str, env: dict[str, str], cwd: Path, stdin: str = ""
+) -> subprocess.CompletedProcess[str]:
+    """Run ``liz ARGS`` to its end with ``env`` over this environment."""
+    return subprocess.run(
+        [sys.executable, "-m", "liz", *args],
+        cwd=cwd,
+        env={**os.environ, **env},
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -22,11 +38,17 @@ def free_port() -> int:
 
 @contextmanager
 def liz_serve(
-    env: dict[str, str], cwd: Path, *, migrate: bool = True, timeout: float = 60
+    env: dict[str, str],
+    cwd: Path,
+    *,
+    target: str | None = None,
+    migrate: bool = True,
+    timeout: float = 60,
 ) -> Iterator[str]:
-    """Run ``liz serve`` until the block ends; yields its base URL."""
+    """Run ``liz serve [target]`` until the block ends; yields its base URL."""
     port = free_port()
-    command = [sys.executable, "-m", "liz", "serve", "--host", "127.0.0.1", "--port", str(port)]
+    command = [sys.executable, "-m", "liz", "serve", *([target] if target else [])]
+    command += ["--host", "127.0.0.1", "--port", str(port)]
     if not migrate:
         command.append("--no-migrate")
     log = cwd / f"serve-{port}.log"

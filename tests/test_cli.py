@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
@@ -13,6 +10,7 @@ import pytest
 
 from liz.testing.openai_server import RecordedRequest, ScriptedOpenAI
 from tests.serve_process import liz_serve
+from tests.serve_process import run_liz as liz
 
 pytestmark = pytest.mark.slow
 
@@ -30,20 +28,6 @@ def scripted_agent_llm(reply: str) -> ScriptedOpenAI:
 
     server.respond_with(answer)
     return server
-
-
-def liz(
-    *args: str, env: dict[str, str], cwd: Path, stdin: str = ""
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "liz", *args],
-        cwd=cwd,
-        env={**os.environ, **env},
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def test_db_upgrade_creates_the_tables(tmp_path: Path) -> None:
@@ -126,10 +110,10 @@ def test_serve_on_postgres_without_pgvector_names_the_fix(
     env = {"DATABASE_URL": plain_postgres_url, "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}
     result = liz("serve", "--port", "9", env=env, cwd=tmp_path)
     assert result.returncode == 2
-    assert "pgvector" in result.stderr and "LIZ_MEMORY_ENABLED=false" in result.stderr
+    assert "pgvector" in result.stderr and "LIZ_FACTS_ENABLED=false" in result.stderr
 
 
-def test_serve_on_postgres_without_pgvector_runs_with_memory_off(
+def test_serve_on_postgres_without_pgvector_runs_with_facts_off(
     plain_postgres_url: str, tmp_path: Path
 ) -> None:
     server = scripted_agent_llm("Fine without facts.")
@@ -137,7 +121,7 @@ def test_serve_on_postgres_without_pgvector_runs_with_memory_off(
         env = {
             "DATABASE_URL": plain_postgres_url,
             "OPENAI_BASE_URL": base_url,
-            "LIZ_MEMORY_ENABLED": "false",
+            "LIZ_FACTS_ENABLED": "false",
         }
         with liz_serve(env, tmp_path) as url:
             body = {"input": {"agentId": "business-advisor", "userId": "u", "text": "Hi"}}

@@ -13,13 +13,8 @@ from liz.agent import BaseAgent
 from liz.bootstrap import build_framework
 from liz.db.memories import insert_memory
 from liz.db.models import MemoryRecord
-from liz.memory.store import MemoryStore
-from liz.pipeline import AgentFramework
-from liz.routes import conversation
-from liz.runtime import Runtime
-from liz.testing.openai_server import ScriptedOpenAI
-from liz.types import Character, InputObject, InputSource, Memory, Route
-from middleware import (
+from liz.facts.store import FactStore
+from liz.middleware import (
     create_memory,
     load_memories,
     router,
@@ -27,6 +22,11 @@ from middleware import (
     validate_input,
     wrap_context,
 )
+from liz.pipeline import AgentFramework
+from liz.routes import conversation
+from liz.runtime import Runtime
+from liz.testing.openai_server import ScriptedOpenAI
+from liz.types import Character, InputObject, InputSource, Memory, Route
 
 pytestmark = pytest.mark.anyio
 
@@ -243,20 +243,20 @@ async def test_the_bots_own_posts_teach_no_facts(
     runtime: Runtime, engine: AsyncEngine, agent: BaseAgent, scripted: ScriptedOpenAI
 ) -> None:
     assert runtime.llm_client is not None
-    memory = MemoryStore(runtime.sessions, runtime.llm_client, engine=engine)
-    with_memory = Runtime(
+    facts = FactStore(runtime.sessions, runtime.llm_client, engine=engine)
+    with_facts = Runtime(
         settings=runtime.settings,
         engine=runtime.engine,
         llm_client=runtime.llm_client,
-        memory=memory,
+        facts=facts,
     )
     scripted.reply("Margins beat volume.")
     post = text_input("write a post", source=InputSource.INTERNAL, route="create_new_tweet")
-    res = await build_framework(with_memory).process(post, agent)
-    await with_memory.background.drain()
+    res = await build_framework(with_facts).process(post, agent)
+    await with_facts.background.drain()
     assert res.reply is not None and res.reply.text == "Margins beat volume."
     assert [r.body.get("response_format") for r in scripted.chat_requests] == [None]
-    assert await memory.list(agent.agent_id, post.user_id) == []
+    assert await facts.list(agent.agent_id, post.user_id) == []
 
 
 async def test_a_dry_run_replies_and_stores_nothing(

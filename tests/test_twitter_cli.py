@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from liz.app import App
 from liz.errors import UsageError
 from liz.testing.fake_twitter import FakeTwitter
 from liz.twitter.api_transport import TweepyTransport
@@ -52,4 +53,4 @@ def test_twikit_without_login_says_what_to_set() -> None:
 async def test_unknown_agent_is_refused_with_the_known_ids(tmp_path: Path) -> None:
     (tmp_path / "ada.json").write_text(json.dumps({"agentId": "ada", "name": "Ada"}))
     with pytest.raises(UsageError, match="no agent with id 'bea'; the agents are: ada"):
-        await run_twitter("bea", dry_run=True, agents_dir=str(tmp_path))
+        await run_twitter(App().add_agents_from(tmp_path), "bea", dry_run=True)

@@ -8,5 +8,5 @@ from __future__ import annotations
 
 from liz.db import models as models
 from liz.db.models import Base as Base
-from liz.memory import models as memory_models  # noqa: F401
+from liz.facts import tables as fact_tables  # noqa: F401
 from liz.twitter import models as twitter_models  # noqa: F401

@@ -15,8 +15,8 @@ logger = logging.getLogger(__name__)
 
 PGVECTOR_FIX = (
     "install pgvector on the server (apt install postgresql-15-pgvector) and run "
-    "`liz db upgrade`, or use SQLite, or turn the long-term memory off with "
-    "LIZ_MEMORY_ENABLED=false"
+    "`liz db upgrade`, or use SQLite, or turn the facts store off with "
+    "LIZ_FACTS_ENABLED=false"
 )
 
 

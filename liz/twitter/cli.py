@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import logging
 
-from liz.bootstrap import build_framework, load_agents, open_runtime
-from liz.config import Settings
-from liz.errors import UsageError
+from liz.app import App
+from liz.settings_errors import load_settings
 from liz.twitter.bot import TwitterBot
 from liz.twitter.settings import TwitterSettings
 from liz.twitter.transport import TwitterTransport
@@ -42,31 +41,26 @@ def build_transport(settings: TwitterSettings) -> TwitterTransport:
 
 
 async def run_twitter(
+    app: App,
     agent_id: str,
     *,
     dry_run: bool,
-    agents_dir: str | None,
-    settings: Settings | None = None,
     twitter_settings: TwitterSettings | None = None,
 ) -> None:
-    """Load the agent, open the runtime and run its bot until cancelled or a fatal error.
+    """Run the bot of ``app``'s agent ``agent_id``, through the app's chain, until cancelled
+    or a fatal error.
 
     Raises :class:`UsageError` for an unknown agent or missing credentials and
     :class:`liz.twitter.errors.TwitterAuthError` when X refuses the credentials.
     """
-    settings = settings or Settings()
-    twitter = twitter_settings or TwitterSettings()
+    twitter = twitter_settings or load_settings(TwitterSettings)
     if dry_run:
         twitter = twitter.model_copy(update={"dry_run": True})
-    agents = load_agents(agents_dir)
-    if agent_id not in agents:
-        raise UsageError(
-            f"no agent with id {agent_id!r}; the agents are: {', '.join(sorted(agents))}"
-        )
+    agent = app.agent(agent_id)
     transport = build_transport(twitter)
     try:
-        async with open_runtime(settings) as runtime:
-            bot = TwitterBot(agents[agent_id], build_framework(runtime), transport, twitter)
+        async with app.open() as framework:
+            bot = TwitterBot(agent, framework, transport, twitter)
             if twitter.dry_run:
                 logger.info("dry run: posts and replies are written and logged, never posted")
             await bot.run()

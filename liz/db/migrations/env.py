@@ -18,7 +18,7 @@ from liz.config import Settings
 from liz.db.all_models import Base
 from liz.db.engine import create_engine
 from liz.errors import UsageError
-from liz.memory.models import SEARCH_STRUCTURE_PREFIXES
+from liz.facts.tables import SEARCH_STRUCTURE_PREFIXES
 
 # Teaches SQLAlchemy's reflection the `vector` type, so `alembic check` knows it;
 # pgvector is the optional "postgres" extra.

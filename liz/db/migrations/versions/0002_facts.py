@@ -87,7 +87,7 @@ def upgrade() -> None:
     op.create_index(op.f("FactHistory_factId_idx"), "FactHistory", ["factId"])
     op.create_index(op.f("FactHistory_agentId_userId_idx"), "FactHistory", ["agentId", "userId"])
     if bind.dialect.name == "sqlite":
-        # Active facts only, kept in step by liz.memory.index_sqlite; rowid = hash of the id.
+        # Active facts only, kept in step by liz.facts.index.sqlite; rowid = hash of the id.
         op.execute(
             'CREATE VIRTUAL TABLE "FactSearch" USING fts5('
             '"factId" UNINDEXED, scope, text, tokenize = "unicode61 remove_diacritics 0")'

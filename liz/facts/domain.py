@@ -1,0 +1,195 @@
+"""The facts store's vocabulary: plain data and errors, no database objects, no I/O.
+
+A *scope* is one (agent, user) pair; every fact belongs to one. An add extracts
+:class:`NewFact`s, plans :class:`Change`s (the write plan) and reports
+:class:`FactEvent`s; explicit :class:`FactOperation`s come back as
+:class:`ItemResult`s; every change leaves a :class:`HistoryEntry`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, StringConstraints
+
+from liz.errors import LizError
+from liz.facts.vectors import Vector
+
+Scope = tuple[str, str]  # (agent id, user id)
+MAX_FACT_CHARS = 1000  # a fact is a sentence or two; longer text is not one fact
+
+
+class Event(StrEnum):
+    """What reconciliation does with one new fact."""
+
+    ADD = "ADD"  # a new fact
+    UPDATE = "UPDATE"  # an existing fact, same id, richer or changed text
+    DELETE = "DELETE"  # an existing fact contradicted: retired, the new fact added
+    NOOP = "NOOP"  # already known
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One fact about a user, as an agent knows it.
+
+    ``created_at`` is when the system learned it and ``retired_at`` when it
+    stopped believing it (``None``: still active); ``valid_from`` and
+    ``invalid_from`` are when it became and stopped being true in the world,
+    as far as the conversation tells.
+    """
+
+    id: str
+    agent_id: str
+    user_id: str
+    text: str
+    subject: str
+    categories: tuple[str, ...]
+    created_at: datetime
+    updated_at: datetime
+    valid_from: datetime
+    invalid_from: datetime | None
+    retired_at: datetime | None
+    source_memory_id: str | None
+    score: float | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.retired_at is None
+
+    def to_json_dict(self) -> dict[str, Any]:
+        def stamp(value: datetime | None) -> str | None:
+            return value.isoformat() if value is not None else None
+
+        return {
+            "id": self.id,
+            "agentId": self.agent_id,
+            "userId": self.user_id,
+            "text": self.text,
+            "subject": self.subject,
+            "categories": list(self.categories),
+            "createdAt": stamp(self.created_at),
+            "updatedAt": stamp(self.updated_at),
+            "validFrom": stamp(self.valid_from),
+            "invalidFrom": stamp(self.invalid_from),
+            "retiredAt": stamp(self.retired_at),
+            "sourceMemoryId": self.source_memory_id,
+            "score": self.score,
+        }
+
+
+@dataclass(frozen=True)
+class FactEvent:
+    """One change an ``add`` made (or, for NOOP, did not need to make)."""
+
+    event: Event
+    fact_id: str
+    text: str
+    old_text: str | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    """One row of a fact's history: every change is kept, nothing is overwritten."""
+
+    fact_id: str
+    event: Event
+    old_text: str | None
+    new_text: str | None
+    at: datetime
+    actor: str
+    reason: str
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "factId": self.fact_id,
+            "event": self.event.value,
+            "oldText": self.old_text,
+            "newText": self.new_text,
+            "at": self.at.isoformat(),
+            "actor": self.actor,
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True)
+class NewFact:
+    """A fact extracted from a conversation, embedded, not stored yet."""
+
+    text: str
+    subject: str
+    categories: tuple[str, ...]
+    hash: str
+    vector: Vector = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Change:
+    """One step of a write plan. ``fact_id`` names the existing fact for UPDATE, DELETE, NOOP."""
+
+    event: Event
+    text: str
+    fact_id: str | None = None
+    subject: str = "user"
+    categories: tuple[str, ...] = ()
+    reason: str = ""
+    expected_updated_at: datetime | None = None  # the target as read; changed since = conflict
+
+
+@dataclass(frozen=True)
+class WriteContext:
+    """Who writes to which scope, when, with which embedding model, for which message."""
+
+    scope: Scope
+    now: datetime
+    actor: str  # "llm" (reconciliation), "api", "cli"
+    model: str
+    dialect: str
+    source_memory_id: str | None = None
+
+
+class FactOperation(BaseModel):
+    """An explicit change asked for by a caller (``FactStore.apply``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    op: Literal["add", "update", "delete"]
+    id: str | None = None
+    text: str | None = None
+    subject: Annotated[str, StringConstraints(strip_whitespace=True, max_length=100)] = "user"
+    categories: list[str] | None = None
+    reason: str = ""
+
+
+class ItemStatus(StrEnum):
+    APPLIED = "applied"
+    DUPLICATE = "duplicate"  # an exact duplicate of an existing fact: nothing written
+    REFUSED = "refused"
+
+
+@dataclass(frozen=True)
+class ItemResult:
+    """What ``apply`` did with one item of the batch, in the batch's order."""
+
+    index: int
+    op: str
+    status: ItemStatus
+    fact_id: str | None
+    reason: str = ""
+
+
+class PlanConflict(Exception):
+    """A fact the plan changes was changed or retired meanwhile; plan again."""
+
+
+class EmbeddingMismatchError(LizError):
+    """Stored facts were embedded with another model or dimension than the query.
+
+    Comparing vectors from two models gives meaningless similarities, so the
+    search is refused; ``liz facts reindex`` re-embeds the scope.
+    """
+
+    status = 409

@@ -1,0 +1,155 @@
+"""The contract both fact indexes keep (SQLite, PostgreSQL) and what makes them agree:
+the embedding-model check and one tie-breaking rule."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from liz.facts.domain import EmbeddingMismatchError, Scope
+from liz.facts.vectors import Vector
+
+# (fact id, similarity, text hash): the hash breaks ties the same way on every database,
+# where ids (random uuids) would not.
+Candidate = tuple[str, float, str]
+
+
+@dataclass(frozen=True)
+class IndexedFact:
+    """What an index needs to know of a fact it adds or replaces."""
+
+    id: str
+    agent_id: str
+    user_id: str
+    text: str
+    hash: str
+    vector: Vector = field(repr=False)
+    model: str
+    dimension: int
+
+
+@dataclass
+class ChangeLog:
+    """What one committed write changed, so an index can update its cache in place."""
+
+    added: list[IndexedFact] = field(default_factory=list)  # new, or new text of a fact
+    removed: list[str] = field(default_factory=list)  # retired
+    history_ids: list[int] = field(default_factory=list)
+
+
+class FactIndex(Protocol):
+    """Vector and keyword search over one scope's active facts, for one database kind."""
+
+    async def vector_candidates(
+        self,
+        session: AsyncSession,
+        scope: Scope,
+        query: Vector,
+        *,
+        model: str,
+        limit: int,
+        threshold: float,
+    ) -> list[Candidate]: ...
+
+    async def keyword_candidates(
+        self, session: AsyncSession, scope: Scope, terms: Sequence[str], *, limit: int
+    ) -> dict[str, str]: ...
+
+    async def similarities(
+        self, session: AsyncSession, scope: Scope, ids: Sequence[str], query: Vector, *, model: str
+    ) -> dict[str, float]: ...
+
+    async def prepare_dimension(self, dimension: int) -> None:
+        """Make ready to search vectors of ``dimension``; call it before opening the
+        search's session, as it may need a connection of its own."""
+        ...
+
+    async def facts_added(self, session: AsyncSession, facts: Iterable[IndexedFact]) -> None: ...
+
+    async def facts_removed(self, session: AsyncSession, fact_ids: Iterable[str]) -> None: ...
+
+    def invalidate(self, scopes: Iterable[Scope]) -> None: ...
+
+    def absorb(self, scope: Scope, log: ChangeLog) -> None:
+        """Take in a write this process committed, instead of reloading the scope."""
+        ...
+
+
+ModelPair = tuple[str, int]  # (embedding model, dimension)
+
+# Over all the scope's facts, retired ones too (reindex re-embeds those as well), so
+# the index on (agentId, userId, embeddingModel, embeddingDim) answers it directly.
+_BOUND = (
+    'SELECT "embeddingModel", "embeddingDim" FROM "Fact" WHERE "agentId" = :agent '
+    'AND "userId" = :user ORDER BY "embeddingModel" {0}, "embeddingDim" {0} LIMIT 1'
+)
+
+
+async def model_bounds(session: AsyncSession, scope: Scope) -> tuple[ModelPair, ...]:
+    """The smallest and largest (model, dimension) among the scope's facts.
+
+    Two index lookups, cheap at any size; equal bounds mean every fact shares one model.
+    A re-embedding by another process changes them, which is how caches notice it.
+    """
+    result = await session.execute(
+        text(
+            f"SELECT * FROM ({_BOUND.format('ASC')}) AS low "
+            f"UNION ALL SELECT * FROM ({_BOUND.format('DESC')}) AS high"
+        ),
+        {"agent": scope[0], "user": scope[1]},
+    )
+    return tuple((row[0], int(row[1])) for row in result)
+
+
+async def check_models(
+    session: AsyncSession, scope: Scope, bounds: tuple[ModelPair, ...], model: str, dimension: int
+) -> None:
+    """Refuse a query whose embedding model or dimension differs from the stored facts'."""
+    if all(pair == (model, dimension) for pair in bounds):
+        return
+    result = await session.execute(
+        text(
+            'SELECT DISTINCT "embeddingModel", "embeddingDim" FROM "Fact" WHERE "agentId" = '
+            ':agent AND "userId" = :user'
+        ),
+        {"agent": scope[0], "user": scope[1]},
+    )
+    others = sorted(
+        (row[0], int(row[1])) for row in result if (row[0], int(row[1])) != (model, dimension)
+    )
+    found = ", ".join(f"{name} (dimension {dim})" for name, dim in others)
+    agent_id, user_id = scope
+    raise EmbeddingMismatchError(
+        f"facts of agent {agent_id!r} and user {user_id!r} were embedded with {found}, but "
+        f"this query uses {model} (dimension {dimension}); vectors from different models "
+        f"cannot be compared: run `liz facts reindex --agent {agent_id} --user {user_id}` "
+        "to re-embed them with the current LIZ_EMBEDDING_MODEL"
+    )
+
+
+# Rows fetched past the limit, to see whether the limit cuts through a group of ties.
+TIE_MARGIN = 8
+
+
+def deterministic_top(found: Iterable[Candidate], limit: int, exhausted: bool) -> list[Candidate]:
+    """The best ``limit`` of the ``limit + TIE_MARGIN`` most similar facts, the same on
+    every database.
+
+    Facts with exactly equal similarity come back from an index in no set order, so
+    when the limit cuts through such a group and the group may go on past what was
+    fetched (``exhausted`` is False and the last fetched fact still ties), the group
+    is left out entirely: the result is then shorter, but never depends on which of
+    the tied facts an index happened to visit first. Real embeddings almost never
+    tie; exact ties come from bag-of-words vectors such as the scripted server's.
+    """
+    ranked = sorted(found, key=lambda candidate: (-candidate[1], candidate[2]))
+    if len(ranked) <= limit:
+        return ranked
+    boundary = ranked[limit - 1][1]
+    if exhausted or ranked[-1][1] < boundary:
+        return ranked[:limit]
+    return [candidate for candidate in ranked if candidate[1] > boundary]

@@ -1,0 +1,114 @@
+"""Hybrid search: vector similarity and keyword match, fused by reciprocal rank.
+
+An exact name or number ("Zanzibar", "4711") can sit far from the query in
+embedding space; the keyword list still ranks it, so the fusion finds it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from liz.facts.domain import Fact, Scope
+from liz.facts.index.protocol import FactIndex
+from liz.facts.normalize import fact_hash, keyword_terms
+from liz.facts.queries import records_by_id, to_fact
+from liz.facts.vectors import Vector
+
+# Each list offers this many times `limit` candidates to the fusion.
+CANDIDATE_FACTOR = 4
+MIN_CANDIDATES = 20
+# The usual constant: it damps the weight of the very first ranks.
+RRF_K = 60
+
+
+async def hybrid_search(
+    session: AsyncSession,
+    index: FactIndex,
+    scope: Scope,
+    query_text: str,
+    query_vector: Vector,
+    *,
+    model: str,
+    limit: int,
+    threshold: float,
+) -> list[Fact]:
+    """The scope's best active facts for a query, best first, each with its similarity.
+
+    Vector hits count only at or above ``threshold``; keyword hits count whatever
+    their similarity (that is their point).
+    """
+    candidates = max(limit * CANDIDATE_FACTOR, MIN_CANDIDATES)
+    by_vector = await index.vector_candidates(
+        session, scope, query_vector, model=model, limit=candidates, threshold=threshold
+    )
+    terms = keyword_terms(query_text)
+    hits = await index.keyword_candidates(session, scope, terms, limit=candidates)
+    hashes = {fact_id: fact_hash(text) for fact_id, text in hits.items()}
+    hashes.update((fact_id, digest) for fact_id, _, digest in by_vector)
+    by_keyword = order_keyword_hits(hits, terms, hashes)
+    similarities = {fact_id: similarity for fact_id, similarity, _ in by_vector}
+    missing = [fact_id for fact_id in by_keyword if fact_id not in similarities]
+    if missing:
+        similarities.update(
+            await index.similarities(session, scope, missing, query_vector, model=model)
+        )
+    ranked_by_vector = [fact_id for fact_id, _, _ in by_vector]
+    chosen = fuse([ranked_by_vector, by_keyword], similarities, hashes, limit=limit)
+    records = await records_by_id(session, scope, chosen)
+    return [
+        to_fact(records[fact_id], score=similarities.get(fact_id))
+        for fact_id in chosen
+        if fact_id in records and records[fact_id].retired_at is None
+    ]
+
+
+def fuse(
+    rankings: Sequence[Sequence[str]],
+    similarities: Mapping[str, float],
+    hashes: Mapping[str, str],
+    *,
+    limit: int,
+) -> list[str]:
+    """Ids ordered by summed ``1 / (RRF_K + rank)``; ties by similarity, then text hash.
+
+    The tie-breaks keep the order the same on every database for the same data.
+    """
+    scores: dict[str, float] = {}
+    for ranking in rankings:
+        for rank, fact_id in enumerate(ranking, start=1):
+            scores[fact_id] = scores.get(fact_id, 0.0) + 1.0 / (RRF_K + rank)
+    ordered = sorted(
+        scores,
+        key=lambda fact_id: (
+            -round(scores[fact_id], 9),
+            -similarities.get(fact_id, -1.0),
+            hashes.get(fact_id, fact_id),
+        ),
+    )
+    return ordered[:limit]
+
+
+def order_keyword_hits(
+    hits: Mapping[str, str],
+    terms: Sequence[str],
+    hashes: Mapping[str, str],
+) -> list[str]:
+    """Keyword hits by how many query terms each contains, then shorter text, then hash.
+
+    Both databases find the same matching facts; ranking them here, not by
+    FTS5's bm25 or PostgreSQL's ts_rank, keeps the order the same on both.
+    """
+    wanted = set(terms)
+    found = {
+        fact_id: wanted & set(keyword_terms(text, limit=1000)) for fact_id, text in hits.items()
+    }
+    return sorted(
+        hits,
+        key=lambda fact_id: (
+            -len(found[fact_id]),
+            len(hits[fact_id]),
+            hashes[fact_id],
+        ),
+    )

@@ -1,0 +1,296 @@
+"""``FactStore``: long-term facts about each user, extracted, reconciled, recalled, kept.
+
+The store holds the services (sessions, LLM, index, clock, settings) and hands
+each operation the values it needs; no module it calls reaches back into it.
+
+>>> store = FactStore(sessions, llm, engine=engine)
+>>> events = await store.add("My name is Ada and I love green tea", "ada-bot", "user-1")
+>>> [fact.text for fact in await store.search("what tea?", "ada-bot", "user-1")]
+['User loves green tea']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from liz.db.vector_support import require_pgvector
+from liz.errors import InputError, NotFound
+from liz.facts.batch import apply_batch
+from liz.facts.domain import (
+    Fact,
+    FactEvent,
+    FactOperation,
+    HistoryEntry,
+    ItemResult,
+    ItemStatus,
+    Scope,
+    WriteContext,
+)
+from liz.facts.extraction import Messages, as_conversation, extract_facts
+from liz.facts.index import FactIndex, open_index
+from liz.facts.learning import learn_facts
+from liz.facts.queries import fact_history, facts_as_of, list_facts, records_by_id, to_fact
+from liz.facts.reindex import reindex_facts
+from liz.facts.scope_writes import ScopeWrites, database_errors
+from liz.facts.search import hybrid_search
+from liz.facts.settings import FactSettings
+from liz.facts.vectors import embed
+from liz.llm import LLMClient
+from liz.templates import PromptTemplates
+from liz.types import Clock, SystemClock
+
+
+class FactStore:
+    """Facts per (agent, user) on SQLite or PostgreSQL (pgvector); the README explains them."""
+
+    def __init__(
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        llm: LLMClient,
+        *,
+        engine: AsyncEngine,
+        clock: Clock | None = None,
+        settings: FactSettings | None = None,
+        templates: PromptTemplates | None = None,
+    ) -> None:
+        self.sessions = sessions
+        self.llm = llm
+        self.engine = engine
+        self.clock = clock or SystemClock()
+        self.settings = settings or FactSettings()
+        self.templates = templates or llm.templates
+        self.dialect = engine.dialect.name
+        self.index: FactIndex = open_index(engine, cache_scopes=self.settings.cache_scopes)
+        self._writes = ScopeWrites(self.clock)
+        self._ready = False
+
+    async def check(self) -> None:
+        """Raise :class:`StorageError` if the database cannot hold facts (no pgvector)."""
+        if not self._ready:
+            await require_pgvector(self.engine)
+            self._ready = True
+
+    async def add(
+        self,
+        messages: Messages,
+        agent_id: str,
+        user_id: str,
+        *,
+        source_memory_id: str | None = None,
+        agent_name: str = "the assistant",
+    ) -> list[FactEvent]:
+        """Extract facts from the latest exchange and reconcile them into the store.
+
+        ``messages`` is a text (said by the user) or ``{"role", "content"}`` dicts.
+        Returns the events applied, NOOPs included. An unusable LLM answer (after
+        the client's one retry) raises ``LLMOutputError`` and changes nothing.
+        """
+        await self.check()
+        conversation = as_conversation(messages)
+        if not conversation:
+            return []
+        extracted = await extract_facts(
+            self.llm,
+            self.templates,
+            conversation,
+            agent_name=agent_name,
+            today=self.clock.now().date().isoformat(),
+            size=self.settings.model_size,
+        )
+        if not extracted:
+            return []
+        scope = (agent_id, user_id)
+        return await self._writes.run(
+            scope,
+            lambda: learn_facts(
+                extracted,
+                self._context(scope, "llm", source_memory_id),
+                sessions=self.sessions,
+                index=self.index,
+                llm=self.llm,
+                templates=self.templates,
+                settings=self.settings,
+            ),
+        )
+
+    async def search(
+        self,
+        query: str,
+        agent_id: str,
+        user_id: str,
+        *,
+        limit: int | None = None,
+        threshold: float | None = None,
+    ) -> list[Fact]:
+        """The user's active facts best matching ``query`` (meaning or exact words)."""
+        if not query.strip():
+            raise InputError("the search query is empty; give some words to search for")
+        limit = self.settings.search_limit if limit is None else limit
+        if limit < 1:
+            raise InputError(f"limit must be at least 1, got {limit}")
+        await self.check()
+        (vector,) = await embed(self.llm, [query])
+        with database_errors():
+            # Outside the session: a PostgreSQL index build takes a second pooled connection,
+            # and searches all holding one while waiting for another would drain the pool.
+            await self.index.prepare_dimension(int(vector.size))
+            async with self.sessions() as session:
+                return await hybrid_search(
+                    session,
+                    self.index,
+                    (agent_id, user_id),
+                    query,
+                    vector,
+                    model=self.llm.embedding_model,
+                    limit=limit,
+                    threshold=self.settings.search_threshold if threshold is None else threshold,
+                )
+
+    async def get(self, fact_id: str, agent_id: str, user_id: str) -> Fact | None:
+        """One fact of this agent and user (retired ones too), or None."""
+        with database_errors():
+            async with self.sessions() as session:
+                found = await records_by_id(session, (agent_id, user_id), [fact_id])
+        record = found.get(fact_id)
+        return to_fact(record) if record is not None else None
+
+    async def history(self, fact_id: str, agent_id: str, user_id: str) -> list[HistoryEntry]:
+        """Every change to one fact, oldest first; :class:`NotFound` for an unknown fact."""
+        with database_errors():
+            async with self.sessions() as session:
+                entries = await fact_history(session, (agent_id, user_id), fact_id)
+        if not entries:
+            raise NotFound(f"no fact {fact_id!r} for agent {agent_id!r} and user {user_id!r}")
+        return entries
+
+    async def as_of(self, moment: datetime, agent_id: str, user_id: str) -> list[Fact]:
+        """What the store believed about the user at ``moment``, with the text of then."""
+        with database_errors():
+            async with self.sessions() as session:
+                return await facts_as_of(session, (agent_id, user_id), moment)
+
+    async def apply(
+        self,
+        batch: Sequence[FactOperation | Mapping[str, Any]],
+        agent_id: str,
+        user_id: str,
+        *,
+        actor: str = "api",
+    ) -> list[ItemResult]:
+        """Apply explicit operations; each item is applied, refused or found a duplicate.
+
+        Valid items are written in one transaction; refused ones change nothing.
+        """
+        await self.check()
+        scope = (agent_id, user_id)
+        return await self._writes.run(
+            scope,
+            lambda: apply_batch(
+                batch,
+                self._context(scope, actor),
+                sessions=self.sessions,
+                index=self.index,
+                llm=self.llm,
+            ),
+        )
+
+    async def update(
+        self,
+        fact_id: str,
+        text: str,
+        agent_id: str,
+        user_id: str,
+        *,
+        categories: Sequence[str] | None = None,
+        reason: str = "",
+        actor: str = "api",
+    ) -> ItemResult:
+        """Change one fact's text (history kept)."""
+        operation = FactOperation(
+            op="update",
+            id=fact_id,
+            text=text,
+            reason=reason,
+            categories=list(categories) if categories else None,
+        )
+        return _one(await self.apply([operation], agent_id, user_id, actor=actor))
+
+    async def delete(
+        self,
+        fact_id: str,
+        agent_id: str,
+        user_id: str,
+        *,
+        reason: str = "",
+        actor: str = "api",
+    ) -> ItemResult:
+        """Retire one fact: it leaves search and lists, its history and text stay."""
+        operation = FactOperation(op="delete", id=fact_id, reason=reason or "deleted on request")
+        return _one(await self.apply([operation], agent_id, user_id, actor=actor))
+
+    async def reindex(
+        self,
+        agent_id: str | None = None,
+        user_id: str | None = None,
+        *,
+        everything: bool = False,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> int:
+        """Re-embed facts whose model or dimension differs from the current one
+        (all of them with ``everything``), in one scope or all; returns how many."""
+        await self.check()
+        with database_errors():
+            return await reindex_facts(
+                self.sessions,
+                self.index,
+                self.llm,
+                self.dialect,
+                agent_id,
+                user_id,
+                everything=everything,
+                progress=progress,
+            )
+
+    def _context(self, scope: Scope, actor: str, source: str | None = None) -> WriteContext:
+        """Who writes to ``scope``, now, with the current embedding model."""
+        return WriteContext(
+            scope, self.clock.now(), actor, self.llm.embedding_model, self.dialect, source
+        )
+
+    # Last in the class: below this point `list` would name the method, not the type.
+    async def list(
+        self,
+        agent_id: str,
+        user_id: str,
+        *,
+        include_retired: bool = False,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[Fact]:
+        """The user's facts, newest first; retired ones only when asked."""
+        if limit < 1 or offset < 0:
+            raise InputError(
+                f"limit must be at least 1 and offset at least 0, got {limit} and {offset}"
+            )
+        with database_errors():
+            async with self.sessions() as session:
+                return await list_facts(
+                    session,
+                    (agent_id, user_id),
+                    include_retired=include_retired,
+                    limit=limit,
+                    offset=offset,
+                )
+
+
+def _one(results: list[ItemResult]) -> ItemResult:
+    (result,) = results
+    if result.status is ItemStatus.REFUSED:
+        if "no active fact" in result.reason:
+            raise NotFound(result.reason)
+        raise InputError(result.reason)
+    return result

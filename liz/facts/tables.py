@@ -1,0 +1,87 @@
+"""The facts tables (SQLAlchemy), mirroring ``Fact`` and ``FactHistory`` in ``schema.prisma``.
+
+Dialect-specific search structures live beside these tables and are made by the
+migration and the index modules, not declared here: on SQLite the
+FTS5 table ``FactSearch`` (kept in step by liz.facts.index.sqlite); on PostgreSQL
+a generated ``searchVector`` column (``to_tsvector('simple', text)``) with a GIN
+index, and one HNSW index per embedding dimension.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ForeignKey, Index, Integer, LargeBinary, Text
+from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy.types import TypeEngine
+
+from liz.db.models import Base
+from liz.db.types import UTCDateTime
+
+# Names of the search structures made outside the models; `alembic check` skips them.
+SEARCH_STRUCTURE_PREFIXES = (
+    "FactSearch",
+    "Fact_embedding_hnsw",
+    "Fact_text_search",
+    "searchVector",
+)
+
+
+def _embedding_type() -> TypeEngine[Any]:
+    """float32 bytes on SQLite; pgvector's ``vector`` (any dimension) on PostgreSQL."""
+    try:
+        from pgvector.sqlalchemy import VECTOR
+    except ImportError:  # the "postgres" extra is not installed: SQLite only
+        return LargeBinary()
+    return LargeBinary().with_variant(VECTOR(), "postgresql")
+
+
+class FactRecord(Base):
+    """One fact about a user, as one agent knows it. Never deleted: retired."""
+
+    __tablename__ = "Fact"
+    __table_args__ = (
+        Index(None, "agentId", "userId", "retiredAt"),
+        # Answers "which embedding models does this scope use" with two index lookups.
+        Index(None, "agentId", "userId", "embeddingModel", "embeddingDim"),
+        Index(None, "agentId", "userId", "hash"),
+    )
+
+    id: Mapped[str] = mapped_column(Text, primary_key=True)
+    agent_id: Mapped[str] = mapped_column("agentId", Text)
+    user_id: Mapped[str] = mapped_column("userId", Text)
+    text: Mapped[str] = mapped_column(Text)
+    subject: Mapped[str] = mapped_column(Text)
+    categories: Mapped[str] = mapped_column(Text)  # a JSON array of strings
+    hash: Mapped[str] = mapped_column(Text)
+    embedding: Mapped[Any] = mapped_column(_embedding_type())
+    embedding_model: Mapped[str] = mapped_column("embeddingModel", Text)
+    embedding_dim: Mapped[int] = mapped_column("embeddingDim", Integer)
+    created_at: Mapped[datetime] = mapped_column("createdAt", UTCDateTime())
+    updated_at: Mapped[datetime] = mapped_column("updatedAt", UTCDateTime())
+    valid_from: Mapped[datetime] = mapped_column("validFrom", UTCDateTime())
+    invalid_from: Mapped[datetime | None] = mapped_column("invalidFrom", UTCDateTime())
+    retired_at: Mapped[datetime | None] = mapped_column("retiredAt", UTCDateTime())
+    source_memory_id: Mapped[str | None] = mapped_column("sourceMemoryId", Text)
+
+
+class FactHistoryRecord(Base):
+    """One change to one fact: what it said before and after, when, who and why."""
+
+    __tablename__ = "FactHistory"
+    __table_args__ = (
+        Index(None, "factId"),
+        Index(None, "agentId", "userId"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    fact_id: Mapped[str] = mapped_column("factId", Text, ForeignKey("Fact.id"))
+    agent_id: Mapped[str] = mapped_column("agentId", Text)
+    user_id: Mapped[str] = mapped_column("userId", Text)
+    event: Mapped[str] = mapped_column(Text)  # ADD, UPDATE or DELETE
+    old_text: Mapped[str | None] = mapped_column("oldText", Text)
+    new_text: Mapped[str | None] = mapped_column("newText", Text)
+    created_at: Mapped[datetime] = mapped_column("createdAt", UTCDateTime())
+    actor: Mapped[str] = mapped_column(Text)  # "llm" (reconciliation), "api", "cli"
+    reason: Mapped[str] = mapped_column(Text)

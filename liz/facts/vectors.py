@@ -1,0 +1,49 @@
+"""Embedding vectors as stored: float32, unit length, so cosine similarity is a dot product."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from liz.errors import LLMError
+
+if TYPE_CHECKING:
+    from liz.llm import LLMClient
+
+Vector = npt.NDArray[np.float32]
+
+
+def as_unit_vector(values: Sequence[float] | Vector) -> Vector:
+    """The vector scaled to length 1 (a zero vector stays zero: it matches nothing)."""
+    vector = np.asarray(values, dtype=np.float32)
+    if vector.ndim != 1 or vector.size == 0:
+        raise LLMError(f"the embedding model returned a vector of shape {vector.shape}")
+    norm = float(np.linalg.norm(vector))
+    return vector / norm if norm > 0 else vector
+
+
+def from_stored(value: Any) -> Vector:
+    """Read a stored embedding: bytes on SQLite, a numpy array (pgvector) on PostgreSQL."""
+    if isinstance(value, bytes | bytearray | memoryview):
+        return np.frombuffer(bytes(value), dtype="<f4").astype(np.float32)
+    return np.asarray(value, dtype=np.float32)
+
+
+def rounded(similarity: float) -> float:
+    """Similarities compared at 6 decimals: float noise differs between numpy and pgvector."""
+    return round(float(similarity), 6)
+
+
+def for_storage(vector: Vector, dialect: str) -> Any:
+    """What the ``embedding`` column takes: bytes on SQLite, the array for pgvector."""
+    if dialect == "sqlite":
+        return np.ascontiguousarray(vector, dtype="<f4").tobytes()
+    return vector
+
+
+async def embed(llm: LLMClient, texts: Sequence[str]) -> list[Vector]:
+    """Unit-length embeddings of ``texts`` by the LLM's embedding model, as stored and compared."""
+    return [as_unit_vector(vector) for vector in await llm.embed(list(texts))]

@@ -1,0 +1,80 @@
+"""The Starlette app over a framework: the routes, the API-key guard, the error answers."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import TYPE_CHECKING
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.routing import BaseRoute, Route
+
+from liz.agent import BaseAgent
+from liz.config import Settings
+from liz.facts.http import fact_routes
+from liz.http.agent_input import agent_input
+from liz.http.auth import BearerAuth
+from liz.http.errors import exception_handlers
+from liz.http.info import health, list_agents
+from liz.pipeline import AgentFramework
+
+if TYPE_CHECKING:
+    from liz.app import App
+
+Lifespan = Callable[[Starlette], AbstractAsyncContextManager[None]]
+
+
+def routes() -> list[BaseRoute]:
+    return [
+        Route("/agent/input", agent_input, methods=["POST"]),
+        Route("/agents", list_agents, methods=["GET"]),
+        Route("/health", health, methods=["GET"]),
+        *fact_routes(),
+    ]
+
+
+def starlette_app(settings: Settings, lifespan: Lifespan | None = None) -> Starlette:
+    middleware = []
+    if settings.liz_cors_origins:
+        # Outermost, so a browser's preflight is answered before the key is asked for.
+        middleware.append(
+            Middleware(
+                CORSMiddleware,
+                allow_origins=settings.liz_cors_origins,
+                allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
+                allow_headers=["Authorization", "Content-Type", "Accept", "Idempotency-Key"],
+            )
+        )
+    if settings.liz_api_key:
+        middleware.append(Middleware(BearerAuth, api_key=settings.liz_api_key.get_secret_value()))
+    return Starlette(
+        routes=routes(),
+        middleware=middleware,
+        exception_handlers=dict(exception_handlers),
+        lifespan=lifespan,
+    )
+
+
+def create_app(framework: AgentFramework, agents: Mapping[str, BaseAgent]) -> Starlette:
+    """An app over a framework you built (tests, embedding liz in your own server)."""
+    app = starlette_app(framework.runtime.settings)
+    app.state.framework = framework
+    app.state.agents = dict(agents)
+    return app
+
+
+def served_app(liz_app: App) -> Starlette:
+    """The Starlette app of an :class:`App`: it opens the app's process at startup and
+    closes it at shutdown."""
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with liz_app.open() as framework:
+            app.state.framework = framework
+            yield
+
+    app = starlette_app(liz_app.settings, lifespan)
+    app.state.agents = liz_app.agents
+    return app

@@ -1,0 +1,41 @@
+"""Read a settings class from the environment; a bad value is one line naming its variable.
+
+>>> load_settings(Settings)
+UsageError: bad setting: SERVER_PORT='abc': Input should be a valid integer
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from pydantic import ValidationError
+from pydantic_settings import BaseSettings
+
+from liz.errors import UsageError
+
+S = TypeVar("S", bound=BaseSettings)
+
+
+def load_settings(cls: type[S], **overrides: Any) -> S:
+    """``cls(**overrides)``, with environment and ``.env`` values under the overrides.
+
+    A value given in ``overrides`` (a command-line flag) is never read from the
+    environment, so a bad environment value it replaces does not fail.
+    """
+    try:
+        return cls(**overrides)
+    except ValidationError as exc:
+        raise UsageError(describe_settings_error(cls, exc)) from None
+
+
+def describe_settings_error(cls: type[BaseSettings], exc: ValidationError) -> str:
+    prefix = str(cls.model_config.get("env_prefix", "")).upper()
+    lines = []
+    for problem in exc.errors():
+        field = str(problem["loc"][0]) if problem["loc"] else ""
+        name = f"{prefix}{field.upper()}" if field else prefix.rstrip("_") or cls.__name__
+        given = problem.get("input")
+        shown = f"={given!r}" if isinstance(given, str | int | float | bool) else ""
+        allowed = str(problem["msg"]).removeprefix("Value error, ")
+        lines.append(f"bad setting {name}{shown}: {allowed}")
+    return "\n".join(lines)
