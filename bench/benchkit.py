@@ -78,9 +78,9 @@ def py_spy(pid: int, out: Path | None) -> Iterator[None]:
     if out is None:
         yield
         return
-    # --idle: keep samples of threads that wait (SQLite's busy handler sleeps).
+    # --gil: only the thread running Python at each sample, so the profile shows CPU.
     tool = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
-    command = [tool, "record", "--pid", str(pid), "--format", "raw", "--rate", "200", "--idle"]
+    command = [tool, "record", "--pid", str(pid), "--format", "raw", "--rate", "200", "--gil"]
     recorder = subprocess.Popen(
         [*command, "--output", str(out)],
         stdout=subprocess.DEVNULL,

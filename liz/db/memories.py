@@ -5,14 +5,15 @@ from __future__ import annotations
 import json
 import logging
 from datetime import datetime
-from typing import Any, get_args
+from typing import Any
 
+from pydantic import TypeAdapter, ValidationError
 from sqlalchemy import Row, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from liz.db.models import MemoryRecord
 from liz.errors import UsageError
-from liz.types import Generator, Memory
+from liz.types import Memory
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +53,7 @@ _MEMORY_COLUMNS = (
     MemoryRecord.generator,
     MemoryRecord.created_at,
 )
-_GENERATORS = frozenset(get_args(Generator))
+_MEMORY_LIST = TypeAdapter(list[Memory])
 
 
 async def recent_memories(
@@ -72,15 +73,22 @@ async def recent_memories(
         .order_by(MemoryRecord.created_at.desc(), MemoryRecord.id.desc())
         .limit(limit)
     )
+    fields = [found for found in map(_fields, rows) if found is not None]
+    try:
+        # One call into pydantic's core for the whole list: the cheapest way to build them.
+        return _MEMORY_LIST.validate_python(fields)
+    except ValidationError:
+        pass
     memories = []
-    for row in rows:
-        memory = _to_memory(row)
-        if memory is not None:
-            memories.append(memory)
+    for one in fields:
+        try:
+            memories.append(Memory.model_validate(one))
+        except ValidationError as exc:
+            logger.warning("skipping memory %s: %s", one["id"], exc)
     return memories
 
 
-def _to_memory(row: Row[str, str, str, str, str, str, str, datetime]) -> Memory | None:
+def _fields(row: Row[str, str, str, str, str, str, str, datetime]) -> dict[str, Any] | None:
     try:
         content = json.loads(row.content)
     except (TypeError, ValueError):
@@ -89,25 +97,7 @@ def _to_memory(row: Row[str, str, str, str, str, str, str, datetime]) -> Memory 
     if not isinstance(content, dict):
         logger.warning("skipping memory %s: its content is JSON but not an object", row.id)
         return None
-    if row.generator not in _GENERATORS:
-        logger.warning(
-            "skipping memory %s: generator %r is neither 'llm' nor 'external'",
-            row.id,
-            row.generator,
-        )
-        return None
-    # The columns are NOT NULL text and an aware datetime (UTCDateTime): nothing left to
-    # validate, and validating 100 rows per turn is a measurable part of a turn.
-    return Memory.model_construct(
-        id=row.id,
-        user_id=row.user_id,
-        agent_id=row.agent_id,
-        room_id=row.room_id,
-        content=content,
-        type=row.type,
-        generator=row.generator,
-        created_at=row.created_at,
-    )
+    return {**row._asdict(), "content": content}
 
 
 async def count_memories(session: AsyncSession, **filters: Any) -> int:
