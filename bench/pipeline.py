@@ -271,8 +271,8 @@ def servers(args: argparse.Namespace) -> list[Server]:
 
 
 def run_database(kind: str, args: argparse.Namespace) -> list[Result]:
-    folder = Path(tempfile.mkdtemp(prefix=f"liz-bench-{kind}-"))
     with ExitStack() as stack:
+        folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="liz-bench-")))
         pg = None
         if kind == "postgres":
             pg = stack.enter_context(postgres_server(folder / "pg"))

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import logging
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from pydantic import TypeAdapter, ValidationError
-from sqlalchemy import Row, func, select
+from sqlalchemy import Row, Table, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from liz.db.models import MemoryRecord
@@ -27,20 +27,22 @@ _FILTER_COLUMNS = {
 
 
 async def insert_memory(session: AsyncSession, memory: Memory) -> None:
-    """Add `memory` to the session; the caller commits."""
-    session.add(
-        MemoryRecord(
-            id=memory.id,
-            user_id=memory.user_id,
-            agent_id=memory.agent_id,
-            room_id=memory.room_id,
-            content=json.dumps(memory.content, ensure_ascii=False),
-            type=memory.type,
-            generator=memory.generator,
-            created_at=memory.created_at,
+    """Insert `memory` in the session's transaction; the caller commits."""
+    # A plain INSERT: the ORM's unit of work cost a tenth of a turn's CPU for two rows.
+    await session.execute(
+        _MEMORY_TABLE.insert().values(
+            {
+                MemoryRecord.id: memory.id,
+                MemoryRecord.user_id: memory.user_id,
+                MemoryRecord.agent_id: memory.agent_id,
+                MemoryRecord.room_id: memory.room_id,
+                MemoryRecord.content: json.dumps(memory.content, ensure_ascii=False),
+                MemoryRecord.type: memory.type,
+                MemoryRecord.generator: memory.generator,
+                MemoryRecord.created_at: memory.created_at,
+            }
         )
     )
-    await session.flush()
 
 
 _MEMORY_COLUMNS = (
@@ -54,6 +56,7 @@ _MEMORY_COLUMNS = (
     MemoryRecord.created_at,
 )
 _MEMORY_LIST = TypeAdapter(list[Memory])
+_MEMORY_TABLE = cast(Table, MemoryRecord.__table__)
 
 
 async def recent_memories(
