@@ -55,6 +55,7 @@ _MEMORY_COLUMNS = (
     MemoryRecord.generator,
     MemoryRecord.created_at,
 )
+_MEMORY_KEYS = tuple(column.key for column in _MEMORY_COLUMNS)
 _MEMORY_LIST = TypeAdapter(list[Memory])
 _MEMORY_TABLE = cast(Table, MemoryRecord.__table__)
 
@@ -100,7 +101,9 @@ def _fields(row: Row[str, str, str, str, str, str, str, datetime]) -> dict[str, 
     if not isinstance(content, dict):
         logger.warning("skipping memory %s: its content is JSON but not an object", row.id)
         return None
-    return {**row._asdict(), "content": content}
+    fields = dict(zip(_MEMORY_KEYS, row, strict=True))
+    fields["content"] = content
+    return fields
 
 
 async def count_memories(session: AsyncSession, **filters: Any) -> int:
