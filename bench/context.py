@@ -21,14 +21,14 @@ from datetime import UTC, datetime, timedelta
 
 from benchkit import markdown_table
 
-from agents.business_advisor import create_agent
+from liz.agents.business_advisor import create_agent
 from liz.config import Settings
 from liz.db.engine import create_engine
+from liz.middleware.wrap_context import wrap_context
 from liz.pipeline import AgentRequest, AgentResponse
 from liz.runtime import Runtime
 from liz.tokens import estimate_tokens
 from liz.types import InputObject, Memory
-from middleware.wrap_context import wrap_context
 
 LIZ_RULE = 100  # messages, as load_memories(limit=100)
 SENTENCES = (
