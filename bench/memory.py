@@ -87,6 +87,7 @@ NAMES += [
     "Theo",
     "Sara",
 ]
+NAMES += ["Pia", "Ravi", "Ida", "Kofi", "Vera", "Luis", "Mina", "Otto", "Leila", "Sven"]
 CITIES = [
     "Oslo",
     "Lisbon",
@@ -109,6 +110,7 @@ LIKES = ("green tea", "sourdough", "ramen", "dark chocolate", "figs", "espresso"
 LIKES += ("tapas", "dumplings", "oat porridge")
 HOBBIES = ("tennis", "chess", "climbing", "the cello", "football", "bridge", "badminton")
 DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+SUBJECTS = ("law", "medicine", "music", "physics", "design", "history", "nursing", "economics")
 MONTHS = ("January", "March", "May", "July", "September", "November")
 QUERIES = (
     "what should I cook for my sister tonight?",
@@ -146,6 +148,8 @@ def facts(count: int) -> list[str]:
             yield f"User's {relation} {name} is allergic to {food}"
         for relation, name, food in itertools.product(RELATIONS, NAMES, LIKES):
             yield f"User's {relation} {name} loves {food}"
+        for relation, name, subject, city in itertools.product(RELATIONS, NAMES, SUBJECTS, CITIES):
+            yield f"User's {relation} {name} studies {subject} in {city}"
 
     found = list(itertools.islice(every(), count))
     if len(found) < count:
