@@ -315,7 +315,9 @@ def run_mem0(
         version = ask(op="open", base_url=base_url, dim=dim, folder=str(folder))["version"]
         extra = iter(texts[max(sizes) :])
         for size in sizes:
-            ask(op="seed", texts=str(texts_path), vectors=str(vectors_path), count=size)
+            seeded = ask(op="seed", texts=str(texts_path), vectors=str(vectors_path), count=size)
+            if not seeded["unsynced"]:
+                print("  (mem0: Qdrant local's file not found; seeding synced, slowly)", flush=True)
             queries = [QUERIES[i % len(QUERIES)] for i in range(SEARCHES)]
             ask(op="search", queries=queries[:1], budget=0)  # warm
             searches = ask(op="search", queries=queries, budget=SEARCH_BUDGET_S)["seconds"]
