@@ -89,7 +89,9 @@ def queue_sqlite_writers(engine: AsyncEngine, lock_timeout: float) -> None:
             lock = locks[loop] = asyncio.Lock()
         return lock
 
-    def release(dbapi_connection: Any) -> None:
+    def release(connection: Any) -> None:
+        # The dialect gets the pool's proxy, the events the DBAPI connection under it.
+        dbapi_connection = getattr(connection, "dbapi_connection", connection)
         lock = held.pop(id(dbapi_connection), None)
         if lock is not None and lock.locked():
             lock.release()
