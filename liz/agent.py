@@ -6,9 +6,10 @@ import random
 from collections.abc import Sequence
 from typing import TypeVar
 
+from liz.character import Character
 from liz.errors import UsageError
 from liz.templates import PromptTemplates, default_templates
-from liz.types import Character, Middleware, Route
+from liz.types import Middleware, Route
 
 T = TypeVar("T")
 

@@ -191,9 +191,11 @@ def init(
 
 
 def _register_sub_apps() -> None:
+    from liz.agents_cli import agents_app
     from liz.facts.cli import facts_app
 
     app.add_typer(facts_app, name="facts")
+    app.add_typer(agents_app, name="agents")
 
 
 _register_sub_apps()

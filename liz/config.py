@@ -40,6 +40,9 @@ class Settings(BaseSettings):
     liz_agents_dir: str | None = None
     # Browser origins allowed to call the HTTP API (CORS), comma-separated; none by default.
     liz_cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # GET /playground and ?trace=1 on POST /agent/input; off for servers whose callers
+    # should not see the agents' prompts.
+    liz_playground: bool = True
 
     @field_validator("liz_cors_origins", mode="before")
     @classmethod

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from liz.errors import LizError, UsageError
 from liz.runtime import Runtime
+from liz.trace import Trace
 from liz.types import AgentReply, ErrorHandler, InputObject, Memory, Middleware, Next, TokenSink
 
 if TYPE_CHECKING:
@@ -48,11 +49,13 @@ class AgentResponse:
     When the caller streams (``on_token``), a route may ``emit`` the reply's text as
     it is generated; it still ends with ``send`` of the whole text. ``kind`` is the
     type the reply is stored with in the conversation log (``text``, ``tweet``).
+    ``trace`` is what the turn did (:mod:`liz.trace`).
     """
 
     def __init__(self, input: InputObject, *, on_token: TokenSink | None = None) -> None:
         self._input = input
         self._on_token = on_token
+        self.trace = Trace()
         self.reply: AgentReply | None = None
         self.kind = "text"
         self.error: LizError | None = None
@@ -107,7 +110,7 @@ def compose(middleware: Sequence[Middleware]) -> Middleware:
                 if next is not None:
                     await next()
                 return
-            await steps[index](req, res, lambda: dispatch(index + 1))
+            await res.trace.run_step(steps[index], req, res, lambda: dispatch(index + 1))
 
         await dispatch(0)
 
@@ -169,12 +172,14 @@ class AgentFramework:
         chain = compose([*self._middleware, *agent.middleware, *self._chain])
         req = AgentRequest(input=input, agent=agent, runtime=self.runtime, dry_run=dry_run)
         res = AgentResponse(input, on_token=on_token)
-        try:
-            await chain(req, res, _chain_end)
-        except Exception as exc:
-            await self._handle_error(exc, req, res)
+        with res.trace.recording():
+            try:
+                await chain(req, res, _chain_end)
+            except Exception as exc:
+                await self._handle_error(exc, req, res)
         if not res.done:
             res.fail(LizError("the middleware chain ended without sending a reply", status=500))
+        res.trace.finish(req, res)
         return res
 
     async def _handle_error(self, exc: Exception, req: AgentRequest, res: AgentResponse) -> None:

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from liz.agent import BaseAgent
+from liz.character import Character
 from liz.errors import UsageError
 from liz.routes import conversation, create_new_tweet
 from liz.templates import PromptTemplates
-from liz.types import Character
 
 DATA = Path(__file__).parent / "data"
 
@@ -35,7 +35,7 @@ def test_eliza_character_with_name_dialect_and_string_bio_loads() -> None:
     c = Character.from_json_file(DATA / "eliza_name_dialect.json")
     assert c.agent_id == "trader-tom"
     assert c.bio == ["Trades small caps and writes about it."]
-    assert [m.user for m in c.message_examples[0]] == ["{{name1}}", "Trader Tom"]
+    assert [m.user for m in c.message_examples[0]] == ["Alex", "Trader Tom"]
     assert c.model_extra is not None and c.model_extra["clients"] == ["twitter"]
 
 

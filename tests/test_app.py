@@ -225,3 +225,11 @@ def test_init_creates_a_project_whose_own_test_passes(tmp_path: Path) -> None:
     assert "2 passed" in tests.stdout
     again = liz("init", "bistro", env={}, cwd=tmp_path)
     assert again.returncode == 2 and "not empty" in again.stderr
+
+
+def test_agents_check_reads_an_app_target_without_serving(project: Path) -> None:
+    result = liz("agents", "check", "app:app", env={}, cwd=project)
+    assert result.returncode == 0, result.stderr
+    assert "ok   chef  name 'Remy'" in result.stdout
+    missing = liz("agents", "check", "nowhere:app", env={}, cwd=project)
+    assert missing.returncode == 2 and "no module 'nowhere'" in missing.stderr

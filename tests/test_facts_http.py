@@ -23,7 +23,7 @@ FACTS = f"/agents/{AGENT}/users/{USER}/facts"
 
 @pytest.fixture
 async def client(runtime: Runtime, store: FactStore) -> AsyncIterator[httpx.AsyncClient]:
-    from liz.types import Character
+    from liz.character import Character
 
     runtime.facts = store
     agents = {AGENT: BaseAgent(Character(agent_id=AGENT, name="Ada"))}

@@ -313,6 +313,28 @@ async def test_exhausted_429_becomes_llm_error_with_retry_after(scripted):
     assert len(scripted.chat_requests) == 2
 
 
+@pytest.mark.parametrize("call", ["text", "structured", "boolean", "stream", "embed"])
+async def test_every_kind_of_call_carries_the_429s_retry_after(scripted, call):
+    scripted.fail_next(429, retry_after=42)
+    async with scripted.llm_client(max_retries=0) as llm:
+        with pytest.raises(LLMError) as raised:
+            if call == "text":
+                await llm.text("Hi")
+            elif call == "structured":
+                await llm.structured("Plan", Trip)
+            elif call == "boolean":
+                await llm.boolean("Is it?")
+            elif call == "stream":
+                _ = [delta async for delta in llm.stream("Go")]
+            else:
+                await llm.embed(["some text"])
+
+    assert raised.value.status == 503
+    assert raised.value.retry_after == 42
+    assert "rate limit" in raised.value.message
+    assert len(scripted.requests) == 1
+
+
 async def test_upstream_client_errors_become_502_with_the_upstream_message(scripted, llm):
     scripted.reply(ScriptedError(404, "The model `nope` does not exist"))
 

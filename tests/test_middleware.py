@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from liz.agent import BaseAgent
 from liz.bootstrap import build_framework
+from liz.character import Character
 from liz.db.memories import insert_memory
 from liz.db.models import MemoryRecord
 from liz.facts.store import FactStore
@@ -26,7 +27,7 @@ from liz.pipeline import AgentFramework
 from liz.routes import conversation
 from liz.runtime import Runtime
 from liz.testing.openai_server import ScriptedOpenAI
-from liz.types import Character, InputObject, InputSource, Memory, Route
+from liz.types import InputObject, InputSource, Memory, Route
 
 pytestmark = pytest.mark.anyio
 

@@ -7,10 +7,11 @@ from typing import Any
 import pytest
 
 from liz.agent import BaseAgent
+from liz.character import Character
 from liz.errors import InputError, LizError, UsageError
 from liz.pipeline import AgentFramework, AgentRequest, AgentResponse, compose
 from liz.runtime import Runtime
-from liz.types import Character, InputObject, Next
+from liz.types import InputObject, Next
 
 pytestmark = pytest.mark.anyio
 

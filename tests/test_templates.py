@@ -33,6 +33,10 @@ SAMPLES: dict[str, tuple[dict[str, Any], str]] = {
         },
         "Ran a bakery",
     ),
+    "character_system.j2": (
+        {"name": "Ada", "bio": ["Keeps bees"], "adjectives": ["calm"], "style": ["brief"]},
+        "You are Ada.\nKeeps bees",
+    ),
     "context.j2": (
         {
             "memories": [MEMORY],

@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from liz.agent import BaseAgent
 from liz.bootstrap import build_framework
+from liz.character import Character
 from liz.config import Settings
 from liz.db.models import MemoryRecord, TweetRecord
 from liz.llm import LLMClient
@@ -28,7 +29,6 @@ from liz.twitter.errors import TwitterAuthError, TwitterTransientError
 from liz.twitter.models import HandledTweetRecord
 from liz.twitter.settings import TwitterSettings
 from liz.twitter.splitter import tweet_length
-from liz.types import Character
 
 LONG_REPLY = (
     "Here is the long answer you asked for. " * 6
@@ -329,6 +329,16 @@ async def test_dry_run_generates_but_posts_and_marks_nothing(world: World) -> No
         await bot.stop()
     await world.start(world.bot())
     assert [t.in_reply_to_id for t in x.posts] == [mention.id]
+
+
+@pytest.mark.anyio
+async def test_dry_run_writes_its_first_post_at_once(world: World) -> None:
+    await world.start(world.bot(dry_run=True))  # no post_immediately: the interval is 4 hours
+    assert world.brain.posts == 1
+    await world.clock.advance(hours=4)
+    assert world.brain.posts == 2
+    assert world.x.posts == []
+    assert await world.rows(TweetRecord) == []
 
 
 @pytest.mark.anyio

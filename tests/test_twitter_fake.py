@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from liz.testing.clock import ManualClock
 from liz.testing.fake_twitter import FakeTwitter
 from liz.twitter.errors import (
     TwitterNotFound,
+    TwitterOutcomeUnknown,
     TwitterRateLimited,
     TwitterRejected,
     TwitterTransientError,
@@ -69,3 +71,35 @@ async def test_scripted_failures_outage_and_rate_limit() -> None:
         await x.get_tweet(12345)
     with pytest.raises(ValueError, match="unknown operations"):
         x.fail_next(TwitterTransientError("x"), operations=("tweet",))
+
+
+@pytest.mark.anyio
+async def test_timelines_are_read_page_by_page_and_resume_after_a_rate_limit() -> None:
+    clock = ManualClock(datetime(2025, 1, 1, 12, 0, tzinfo=UTC))
+    x = FakeTwitter(username="ada_bot", clock=clock, page_size=3)
+    cursor = x.tweet_as("bob", "@ada_bot the one already answered")
+    storm = [x.tweet_as("bob", f"@ada_bot number {n}") for n in range(10)]
+    x.limit_rate(("mentions",), calls=2)
+    with pytest.raises(TwitterRateLimited) as caught:
+        await x.mentions(cursor.id)
+    assert caught.value.reset_at == clock.now() + timedelta(minutes=15)
+    await clock.advance(minutes=15)
+    found = await x.mentions(cursor.id)
+    assert [t.id for t in found] == [t.id for t in reversed(storm)]
+    # 2 pages, 1 refused, then the 2 pages left: the pages read before the limit were kept.
+    assert x.calls.count("mentions") == 5
+
+
+@pytest.mark.anyio
+async def test_a_post_can_time_out_after_x_took_it() -> None:
+    x = FakeTwitter(username="ada_bot")
+    x.time_out_after_accepting(after=1)
+    first = await x.post("one")
+    with pytest.raises(TwitterOutcomeUnknown):
+        await x.post("two", reply_to=first.id)
+    assert [t.text for t in x.posts] == ["one", "two"]
+    assert [t.text for t in await x.own_tweets(None)] == ["two", "one"]
+    x.fail_next(TwitterOutcomeUnknown("dropped before X got it"), operations=("post",))
+    with pytest.raises(TwitterOutcomeUnknown):
+        await x.post("three")
+    assert len(x.posts) == 2

@@ -50,8 +50,10 @@ async def test_a_reply_x_took_is_not_posted_again_after_a_crash(world: World) ->
     await world.clock.advance(minutes=30)
     assert [t.in_reply_to_id for t in x.posts] == [mention.id]
     assert len(world.reply_prompts()) == 1
+    # The next run found the reply on X (its post call had begun, with no answer): it is
+    # taken as posted, not posted again, and the mention is now marked as answered.
     [row] = await world.rows(HandledTweetRecord)
-    assert (row.tweet_id, row.decision) == (str(mention.id), "replying")
+    assert (row.tweet_id, row.decision) == (str(mention.id), "replied")
 
 
 @pytest.mark.anyio

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import random
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -11,8 +13,8 @@ from pydantic import ValidationError
 
 from liz.errors import LLMError
 from liz.testing.clock import ManualClock
-from liz.twitter.errors import TwitterRateLimited, TwitterTransientError
-from liz.twitter.retry import Backoff, delay_after
+from liz.twitter.errors import TwitterAuthError, TwitterRateLimited, TwitterTransientError
+from liz.twitter.retry import bot_retrying
 from liz.twitter.settings import TwitterSettings
 
 START = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)
@@ -55,28 +57,75 @@ async def test_waiting_for_sleepers_that_never_come_fails_clearly() -> None:
         await clock.wait_for_sleepers(1)
 
 
-def test_backoff_grows_with_jitter_and_caps() -> None:
-    backoff = Backoff(base=10, cap=60, rng=random.Random(1))
-    delays = [backoff.next_delay() for _ in range(6)]
-    ceilings = [10, 20, 40, 60, 60, 60]
-    assert all(c / 2 <= d <= c for d, c in zip(delays, ceilings, strict=True))
-    backoff.reset()
-    assert backoff.next_delay() <= 10
+async def attempt_gaps(
+    clock: ManualClock, errors: Iterator[Exception], *, run_for: float, base: float = 30
+) -> list[float]:
+    """Seconds between the attempts the bot's retry makes at a call failing with ``errors``."""
+    settings = TwitterSettings(
+        _env_file=None,  # type: ignore[call-arg]
+        backoff_base_seconds=base,
+        backoff_max_seconds=60,
+    )
+    times: list[datetime] = []
+
+    async def call() -> None:
+        times.append(clock.now())
+        raise next(errors)
+
+    async def retry() -> None:
+        async for attempt in bot_retrying(settings, clock, what="test"):
+            with attempt:
+                await call()
+
+    task = asyncio.create_task(retry())
+    await clock.wait_for_sleepers(1)
+    await clock.advance(run_for)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    return [(b - a).total_seconds() for a, b in itertools.pairwise(times)]
 
 
-def test_rate_limit_waits_until_the_reported_reset() -> None:
-    backoff = Backoff(rng=random.Random(1))
+def failing_forever(*first: Exception) -> Iterator[Exception]:
+    return itertools.chain(first, itertools.repeat(TwitterTransientError("down")))
+
+
+@pytest.mark.anyio
+async def test_backoff_grows_with_jitter_and_caps() -> None:
+    gaps = await attempt_gaps(ManualClock(START), failing_forever(), run_for=250, base=10)
+    ceilings = [10, 20, 40, 60, 60, 60, 60]
+    assert len(gaps) >= 4
+    assert all(c / 2 <= d <= c for d, c in zip(gaps, ceilings, strict=False))
+    # A new retry (the next cycle) starts from the first delay again.
+    again = await attempt_gaps(ManualClock(START), failing_forever(), run_for=10, base=10)
+    assert again[0] <= 10
+
+
+@pytest.mark.anyio
+async def test_rate_limit_waits_until_the_reported_reset() -> None:
     error = TwitterRateLimited("slow down", reset_at=START + timedelta(minutes=7))
-    assert delay_after(error, START, backoff) == 7 * 60 + 1
-    assert backoff.failures == 0  # a rate limit is not a failure to back off from
-    assert 15 <= delay_after(TwitterTransientError("down"), START, backoff) <= 30
+    gaps = await attempt_gaps(ManualClock(START), failing_forever(error), run_for=7 * 60 + 61)
+    assert gaps[0] == 7 * 60 + 1
+    assert 15 <= gaps[1] <= 60
 
 
-def test_llm_rate_limit_waits_as_long_as_the_endpoint_asked() -> None:
-    backoff = Backoff(rng=random.Random(1))
+@pytest.mark.anyio
+async def test_llm_rate_limit_waits_as_long_as_the_endpoint_asked() -> None:
     error = LLMError("rate limited", status=503, retry_after=120.0)
-    assert delay_after(error, START, backoff) == 120.0
-    assert backoff.failures == 0
+    gaps = await attempt_gaps(ManualClock(START), failing_forever(error), run_for=121)
+    assert gaps == [120.0]
+
+
+@pytest.mark.anyio
+async def test_fatal_errors_are_not_retried() -> None:
+    clock = ManualClock(START)
+    settings = TwitterSettings(_env_file=None)  # type: ignore[call-arg]
+    calls = 0
+    with pytest.raises(TwitterAuthError):
+        async for attempt in bot_retrying(settings, clock, what="test"):
+            with attempt:
+                calls += 1
+                raise TwitterAuthError("revoked")
+    assert calls == 1
 
 
 def test_settings_read_twitter_env(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -4,19 +4,23 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import aiohttp
+import httpx
 import pytest
 import requests
 import tweepy
 
-from liz.twitter.api_transport import translate_tweepy_error
+from liz.twitter.api_transport import TweepyTransport, translate_tweepy_error
 from liz.twitter.errors import (
     TwitterAuthError,
     TwitterError,
     TwitterNotFound,
+    TwitterOutcomeUnknown,
     TwitterRateLimited,
     TwitterRejected,
     TwitterTransientError,
 )
+from liz.twitter.paging import TweetPage
 from liz.twitter.twikit_transport import translate_twikit_error
 
 NO_TWIKIT = "twikit is not installed: pip install 'liz[twikit]'"
@@ -76,3 +80,40 @@ def test_twikit_rate_limit_carries_the_reset() -> None:
     error = translate_twikit_error(exc, "search_tweet")
     assert isinstance(error, TwitterRateLimited)
     assert error.reset_at == datetime(2026, 1, 1, 12, 15, tzinfo=UTC)
+
+
+def test_a_post_whose_answer_was_lost_has_an_unknown_outcome() -> None:
+    timeout = TimeoutError()
+    assert type(translate_tweepy_error(timeout, "create_tweet")) is TwitterOutcomeUnknown
+    assert type(translate_tweepy_error(timeout, "get_users_mentions")) is TwitterTransientError
+    dropped = aiohttp.ServerDisconnectedError()
+    assert type(translate_tweepy_error(dropped, "create_tweet")) is TwitterOutcomeUnknown
+
+
+def test_twikit_post_timeouts_have_an_unknown_outcome_but_a_refused_connection_not() -> None:
+    pytest.importorskip("twikit", reason=NO_TWIKIT)
+    read_timeout = httpx.ReadTimeout("no answer")
+    assert type(translate_twikit_error(read_timeout, "create_tweet")) is TwitterOutcomeUnknown
+    refused = httpx.ConnectError("connection refused")
+    assert type(translate_twikit_error(refused, "create_tweet")) is TwitterTransientError
+
+
+def test_tweepy_pages_carry_xs_next_token() -> None:
+    transport = TweepyTransport(client=None)
+    tweet = tweepy.Tweet(
+        {
+            "id": "1001",
+            "text": "@ada_bot hi",
+            "author_id": "7",
+            "conversation_id": "1001",
+            "created_at": "2025-01-01T12:00:00.000Z",
+            "edit_history_tweet_ids": ["1001"],
+        }
+    )
+    user = tweepy.User({"id": "7", "username": "bob", "name": "Bob"})
+    meta = {"next_token": "7140dibdnow9c7btw", "result_count": 1}
+    page = transport.page(tweepy.Response([tweet], {"users": [user]}, [], meta))
+    assert page.next_token == "7140dibdnow9c7btw"
+    assert [(t.id, t.author_username) for t in page.tweets] == [(1001, "bob")]
+    last = transport.page(tweepy.Response(None, {}, [], {"result_count": 0}))
+    assert last == TweetPage([], None)

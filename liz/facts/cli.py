@@ -132,7 +132,7 @@ def history(
     entries = _read(lambda session: fact_history(session, (agent, user), fact_id))
     if not entries:
         typer.secho(f"error: no fact {fact_id!r} for agent {agent!r} and user {user!r}", err=True)
-        raise typer.Exit(1)
+        raise typer.Exit(2)
     for entry in entries:
         change = {
             "ADD": f"+ {entry.new_text}",

@@ -13,12 +13,14 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from liz.agent import BaseAgent
 from liz.errors import LLMNotConfigured, NotFound
 from liz.http.body import read_input
+from liz.http.trace_opt_in import wants_trace
 from liz.pipeline import AgentFramework, AgentResponse
 from liz.types import InputObject
 
 
 async def agent_input(request: Request) -> Response:
     input = await read_input(request)
+    traced = wants_trace(request)
     agents: Mapping[str, BaseAgent] = request.app.state.agents
     agent = agents.get(input.agent_id)
     if agent is None:
@@ -28,19 +30,21 @@ async def agent_input(request: Request) -> Response:
         raise LLMNotConfigured()
     if "text/event-stream" in request.headers.get("accept", ""):
         return StreamingResponse(
-            stream_events(framework, input, agent), media_type="text/event-stream"
+            stream_events(framework, input, agent, traced=traced), media_type="text/event-stream"
         )
     res = await framework.process(input, agent)
     if res.error is not None:
         raise res.error
-    return JSONResponse(outcome(res))
+    return JSONResponse(outcome(res, traced=traced))
 
 
-def outcome(res: AgentResponse) -> dict[str, Any]:
-    """The reply's JSON body; ``process`` always ends with a reply or an error."""
+def outcome(res: AgentResponse, *, traced: bool = False) -> dict[str, Any]:
+    """The reply's JSON body (with ``trace`` when asked); ``process`` always ends with a
+    reply or an error."""
     if res.reply is None:
         raise RuntimeError("a finished turn has neither reply nor error")
-    return res.reply.to_json_dict()
+    body = res.reply.to_json_dict()
+    return {**body, "trace": res.trace.to_json_dict()} if traced else body
 
 
 def sse(event: str, data: dict[str, Any]) -> str:
@@ -48,9 +52,10 @@ def sse(event: str, data: dict[str, Any]) -> str:
 
 
 async def stream_events(
-    framework: AgentFramework, input: InputObject, agent: BaseAgent
+    framework: AgentFramework, input: InputObject, agent: BaseAgent, *, traced: bool = False
 ) -> AsyncIterator[str]:
-    """``token`` events while the reply is written, then one ``reply`` or ``error`` event.
+    """``token`` events while the reply is written, then (when asked) one ``trace`` event,
+    then one ``reply`` or ``error`` event.
 
     The turn runs to its end even if the client goes away, so its memories are whole.
     """
@@ -62,6 +67,8 @@ async def stream_events(
     async def run() -> None:
         try:
             res = await framework.process(input, agent, on_token=on_token)
+            if traced:
+                await events.put(sse("trace", res.trace.to_json_dict()))
             if res.error is not None:
                 failure = {"error": res.error.message, "status": res.error.status}
                 await events.put(sse("error", failure))

@@ -18,7 +18,9 @@ from liz.http.agent_input import agent_input
 from liz.http.auth import BearerAuth
 from liz.http.errors import exception_handlers
 from liz.http.info import health, list_agents
+from liz.http.openapi import api_doc_routes
 from liz.pipeline import AgentFramework
+from liz.playground import KeyPromptGate, playground_routes
 
 if TYPE_CHECKING:
     from liz.app import App
@@ -26,12 +28,14 @@ if TYPE_CHECKING:
 Lifespan = Callable[[Starlette], AbstractAsyncContextManager[None]]
 
 
-def routes() -> list[BaseRoute]:
+def routes(settings: Settings) -> list[BaseRoute]:
     return [
         Route("/agent/input", agent_input, methods=["POST"]),
         Route("/agents", list_agents, methods=["GET"]),
         Route("/health", health, methods=["GET"]),
         *fact_routes(),
+        *api_doc_routes(),
+        *(playground_routes() if settings.liz_playground else []),
     ]
 
 
@@ -48,9 +52,12 @@ def starlette_app(settings: Settings, lifespan: Lifespan | None = None) -> Starl
             )
         )
     if settings.liz_api_key:
+        # A browser asking for a page without the key is asked for it (a 401 page).
+        pages = ["/docs", *(["/playground"] if settings.liz_playground else [])]
+        middleware.append(Middleware(KeyPromptGate, pages=pages))
         middleware.append(Middleware(BearerAuth, api_key=settings.liz_api_key.get_secret_value()))
     return Starlette(
-        routes=routes(),
+        routes=routes(settings),
         middleware=middleware,
         exception_handlers=dict(exception_handlers),
         lifespan=lifespan,

@@ -17,14 +17,15 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncIterator, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-import openai
 from openai import AsyncOpenAI
-from pydantic import BaseModel, SecretStr
+from pydantic import BaseModel
 
 from liz.errors import UsageError
-from liz.llm.errors import LLMOutputError, translate_openai_error
+from liz.llm.calls import complete, embed_batch, stream_deltas
+from liz.llm.endpoint import endpoint_from_settings
+from liz.llm.errors import LLMOutputError
 from liz.llm.messages import Prompt, build_messages
 from liz.llm.output import answer_text, parse_answer, refusal_note
 from liz.llm.schema import response_schema, schema_name
@@ -32,7 +33,6 @@ from liz.templates import PromptTemplates, default_templates
 
 if TYPE_CHECKING:
     import httpx
-    from openai.types.chat import ChatCompletion
 
     from liz.config import Settings
 
@@ -41,11 +41,6 @@ log = logging.getLogger(__name__)
 Size = Literal["small", "large"]
 StructuredMode = Literal["json_schema", "json_object"]
 ModelT = TypeVar("ModelT", bound=BaseModel)
-
-OPENAI_BASE_URL = "https://api.openai.com/v1"
-OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1"
-# Local servers (Ollama, vLLM) ignore the key, but the SDK insists on one.
-KEYLESS_PLACEHOLDER = "no-key"
 
 
 class BooleanAnswer(BaseModel):
@@ -95,44 +90,16 @@ class LLMClient:
     ) -> LLMClient | None:
         """A client configured from settings, or None when no key and no base URL are set.
 
-        ``OPENAI_BASE_URL`` wins when set (a key is optional there, for local servers);
-        with only ``OPENROUTER_API_KEY`` set, requests go to OpenRouter and model names
-        without a provider prefix get ``openai/`` (``gpt-4o`` becomes ``openai/gpt-4o``).
+        :func:`liz.llm.endpoint.endpoint_from_settings` says which endpoint and models.
         """
-        openai_key = _secret(settings.openai_api_key)
-        openrouter_key = _secret(settings.openrouter_api_key)
-        base_url = (settings.openai_base_url or "").strip() or None
-        if openai_key is None and openrouter_key is None and base_url is None:
+        endpoint = endpoint_from_settings(settings)
+        if endpoint is None:
             return None
-        if settings.liz_llm_timeout <= 0:
-            raise UsageError("LIZ_LLM_TIMEOUT must be a positive number of seconds")
-        if settings.liz_llm_max_retries < 0:
-            raise UsageError("LIZ_LLM_MAX_RETRIES must be 0 or more")
-        if base_url is None:
-            only_openrouter = openai_key is None
-            base_url = OPENROUTER_BASE_URL if only_openrouter else OPENAI_BASE_URL
-        on_openrouter = "openrouter.ai" in base_url
-        if on_openrouter:
-            api_key = openrouter_key or openai_key or KEYLESS_PLACEHOLDER
-        else:
-            api_key = openai_key or openrouter_key or KEYLESS_PLACEHOLDER
-        models = [settings.liz_small_model, settings.liz_large_model, settings.liz_embedding_model]
-        if on_openrouter:
-            models = [name if "/" in name else f"openai/{name}" for name in models]
-        log.debug("LLM endpoint %s, models %s", base_url, models)
-        client = AsyncOpenAI(
-            api_key=api_key,
-            base_url=base_url,
-            timeout=settings.liz_llm_timeout,
-            max_retries=settings.liz_llm_max_retries,
-            # The SDK accepts httpx and httpx2 clients alike; its annotation names one.
-            http_client=cast(Any, http_client),
-        )
         return cls(
-            client,
-            small_model=models[0],
-            large_model=models[1],
-            embedding_model=models[2],
+            endpoint.open(http_client),
+            small_model=endpoint.small_model,
+            large_model=endpoint.large_model,
+            embedding_model=endpoint.embedding_model,
             structured_mode=settings.liz_structured_output,
             templates=PromptTemplates(settings.liz_prompts_dir),
         )
@@ -158,7 +125,7 @@ class LLMClient:
         """The model's text answer to ``prompt`` (a string or a list of messages)."""
         messages = build_messages(prompt, system=system, image_urls=image_urls)
         chosen = model or self.model_for(size)
-        completion = await self._complete(chosen, messages, temperature=temperature)
+        completion = await complete(self.openai, chosen, messages, temperature=temperature)
         content = answer_text(completion)
         if not content:
             raise LLMOutputError(
@@ -200,8 +167,12 @@ class LLMClient:
         problem = ""
         content = ""
         for attempt in (1, 2):
-            completion = await self._complete(
-                chosen, messages, temperature=temperature, response_format=response_format
+            completion = await complete(
+                self.openai,
+                chosen,
+                messages,
+                temperature=temperature,
+                response_format=response_format,
             )
             content = answer_text(completion)
             answer, problem = parse_answer(content, schema, completion)
@@ -256,22 +227,8 @@ class LLMClient:
         """
         messages = build_messages(prompt, system=system, image_urls=image_urls)
         chosen = model or self.model_for(size)
-        extra: dict[str, Any] = {} if temperature is None else {"temperature": temperature}
-        try:
-            chunks = await self.openai.chat.completions.create(
-                model=chosen, messages=cast(Any, messages), stream=True, **extra
-            )
-        except openai.OpenAIError as exc:
-            raise translate_openai_error(exc, model=chosen) from exc
-        try:
-            async for chunk in chunks:
-                for choice in chunk.choices:
-                    if choice.delta.content:
-                        yield choice.delta.content
-        except openai.OpenAIError as exc:
-            raise translate_openai_error(exc, model=chosen) from exc
-        finally:
-            await chunks.close()
+        async for delta in stream_deltas(self.openai, chosen, messages, temperature=temperature):
+            yield delta
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One embedding vector per text, in the order given."""
@@ -283,19 +240,7 @@ class LLMClient:
         vectors: list[list[float]] = []
         for start in range(0, len(texts), self.embedding_batch_size):
             batch = list(texts[start : start + self.embedding_batch_size])
-            try:
-                response = await self.openai.embeddings.create(
-                    model=self.embedding_model, input=batch, encoding_format="float"
-                )
-            except openai.OpenAIError as exc:
-                raise translate_openai_error(exc, model=self.embedding_model) from exc
-            ordered = sorted(response.data, key=lambda item: item.index)
-            if len(ordered) != len(batch):
-                raise LLMOutputError(
-                    f"the embedding model {self.embedding_model} returned {len(ordered)} "
-                    f"vectors for {len(batch)} texts"
-                )
-            vectors.extend(list(item.embedding) for item in ordered)
+            vectors.extend(await embed_batch(self.openai, self.embedding_model, batch))
         return vectors
 
     async def close(self) -> None:
@@ -307,34 +252,6 @@ class LLMClient:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
-
-    async def _complete(
-        self,
-        model: str,
-        messages: list[dict[str, Any]],
-        *,
-        temperature: float | None = None,
-        response_format: dict[str, Any] | None = None,
-    ) -> ChatCompletion:
-        extra: dict[str, Any] = {}
-        if temperature is not None:
-            extra["temperature"] = temperature
-        if response_format is not None:
-            extra["response_format"] = response_format
-        log.debug("chat completion: model %s, %d messages", model, len(messages))
-        try:
-            completion: ChatCompletion = await self.openai.chat.completions.create(
-                model=model, messages=cast(Any, messages), stream=False, **extra
-            )
-        except openai.OpenAIError as exc:
-            raise translate_openai_error(exc, model=model) from exc
-        return completion
-
-
-def _secret(value: SecretStr | None) -> str | None:
-    if value is None:
-        return None
-    return value.get_secret_value().strip() or None
 
 
 def _dump(schema: dict[str, Any]) -> str:

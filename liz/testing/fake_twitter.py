@@ -1,27 +1,33 @@
 """An in-memory X for tests and ``liz twitter --dry-run``: a :class:`TwitterTransport`.
 
 It keeps the tweets of a small world of accounts, answers the bot's calls the
-way X does (ids grow, mentions newest first, posts over the length limit are
-refused) and lets a test script the world: other users tweet, the service goes
-down, a rate limit hits.
+way X does (ids grow, timelines newest first and in pages of ``page_size``, posts
+over the length limit are refused) and lets a test script the world: other users
+tweet, the service goes down, a rate limit hits, a post times out after X took it.
 
->>> x = FakeTwitter(username="ada_bot")
+>>> x = FakeTwitter(username="ada_bot", page_size=10)
 >>> x.tweet_as("bob", "@ada_bot what's new?")
+>>> x.limit_rate(("mentions",), calls=5)       # 5 pages per 15 minutes
+>>> x.time_out_after_accepting()              # the next post is out, but the call fails
 >>> await bot.start()  # the bot answers; x.posts holds what it posted
 """
 
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from liz.twitter.errors import (
     TwitterError,
     TwitterNotFound,
+    TwitterOutcomeUnknown,
     TwitterRateLimited,
     TwitterRejected,
     TwitterTransientError,
 )
+from liz.twitter.paging import TimelineReader, TweetPage
 from liz.twitter.splitter import MAX_TWEET_LENGTH, tweet_length
 from liz.twitter.transport import Tweet, TwitterUser
 from liz.types import Clock, SystemClock
@@ -30,7 +36,23 @@ from liz.types import Clock, SystemClock
 # ("999" > "1000") goes wrong within the first few tweets.
 FIRST_TWEET_ID = 995
 
-OPERATIONS = ("me", "post", "mentions", "user_tweets", "get_tweet", "like")
+OPERATIONS = ("me", "post", "mentions", "user_tweets", "own_tweets", "get_tweet", "like")
+
+
+@dataclass
+class _Failure:
+    operations: frozenset[str]
+    error: TwitterError
+    after: int  # calls to let through first
+    accepted: bool  # a post is made before the error is raised
+
+
+@dataclass
+class _RateWindow:
+    calls: int
+    per: timedelta
+    started: datetime | None = None
+    used: int = 0
 
 
 class FakeTwitter:
@@ -44,9 +66,13 @@ class FakeTwitter:
         clock: Clock | None = None,
         max_length: int = MAX_TWEET_LENGTH,
         first_tweet_id: int = FIRST_TWEET_ID,
+        page_size: int = 100,
     ) -> None:
+        if page_size < 1:
+            raise ValueError(f"page_size must be at least 1, got {page_size}")
         self.clock = clock or SystemClock()
         self.max_length = max_length
+        self.page_size = page_size
         self.account = TwitterUser(id=user_id, username=username, name=username)
         self.users: dict[str, TwitterUser] = {username.lower(): self.account}
         self.tweets: dict[int, Tweet] = {}
@@ -54,7 +80,9 @@ class FakeTwitter:
         self.calls: list[str] = []
         self.closed = False
         self._next_id = first_tweet_id
-        self._failures: list[tuple[frozenset[str], TwitterError]] = []
+        self._failures: list[_Failure] = []
+        self._rates: dict[str, _RateWindow] = {}
+        self._readers: dict[str, TimelineReader] = {}
         self._down = False
 
     # --- scripting the world -------------------------------------------------------
@@ -78,13 +106,31 @@ class FakeTwitter:
         return self._add(self.user(username), text, reply_to, image_urls)
 
     def fail_next(
-        self, error: TwitterError, *, times: int = 1, operations: tuple[str, ...] = OPERATIONS
+        self,
+        error: TwitterError,
+        *,
+        times: int = 1,
+        operations: tuple[str, ...] = OPERATIONS,
+        after: int = 0,
     ) -> None:
-        """Make the next ``times`` calls to any of ``operations`` raise ``error``."""
-        unknown = set(operations) - set(OPERATIONS)
-        if unknown:
-            raise ValueError(f"unknown operations {sorted(unknown)}; use some of {OPERATIONS}")
-        self._failures.extend([(frozenset(operations), error)] * times)
+        """Make the next ``times`` calls to any of ``operations`` raise ``error``, once
+        ``after`` calls to them have gone through."""
+        self._script_failure(error, times, operations, after, accepted=False)
+
+    def time_out_after_accepting(self, *, times: int = 1, after: int = 0) -> None:
+        """The next ``times`` posts (once ``after`` posts have gone through) are made, but
+        the call fails as a timeout: X took the post, the bot does not know it."""
+        error = TwitterOutcomeUnknown("X took too long to answer (the post is out)")
+        self._script_failure(error, times, ("post",), after, accepted=True)
+
+    def limit_rate(
+        self, operations: tuple[str, ...], *, calls: int, per: timedelta = timedelta(minutes=15)
+    ) -> None:
+        """Allow ``calls`` calls to each of ``operations`` per window of ``per``, as X does;
+        beyond that a call is refused as rate limited until the window ends."""
+        self._check_operations(operations)
+        for operation in operations:
+            self._rates[operation] = _RateWindow(calls=calls, per=per)
 
     def rate_limit_until(
         self, reset_at: datetime, *, operations: tuple[str, ...] = OPERATIONS
@@ -116,7 +162,7 @@ class FakeTwitter:
         return self.account
 
     async def post(self, text: str, reply_to: int | None = None) -> Tweet:
-        self._enter("post")
+        failure = self._enter("post")
         length = tweet_length(text)
         if not text.strip() or length > self.max_length:
             raise TwitterRejected(
@@ -124,34 +170,35 @@ class FakeTwitter:
             )
         if reply_to is not None and reply_to not in self.tweets:
             raise TwitterNotFound(f"tweet {reply_to} to reply to does not exist")
-        return self._add(self.account, text, reply_to, ())
+        tweet = self._add(self.account, text, reply_to, ())
+        if failure is not None:
+            raise failure
+        return tweet
 
-    async def mentions(self, since_id: int | None) -> list[Tweet]:
-        self._enter("mentions")
-        pattern = re.compile(rf"@{re.escape(self.account.username)}\b", re.IGNORECASE)
-        found = []
-        for tweet in self._ordered():
-            if tweet.author_id == self.account.id:
-                continue
-            if since_id is not None and tweet.id <= since_id:
-                continue
-            parent = self.tweets.get(tweet.in_reply_to_id or 0)
-            if pattern.search(tweet.text) or (parent and parent.author_id == self.account.id):
-                found.append(tweet)
-        return found[::-1]  # newest first, as X answers
+    async def mentions(
+        self, since_id: int | None, *, not_before: datetime | None = None
+    ) -> list[Tweet]:
+        return await self._read("mentions", "mentions", self._mentions, since_id, not_before)
 
-    async def user_tweets(self, username: str, since_id: int | None) -> list[Tweet]:
-        self._enter("user_tweets")
+    async def user_tweets(
+        self, username: str, since_id: int | None, *, not_before: datetime | None = None
+    ) -> list[Tweet]:
         key = username.lower().lstrip("@")
         if key not in self.users:
+            self._enter("user_tweets")
             raise TwitterNotFound(f"no user named {username!r}")
         author = self.users[key]
-        found = [
-            t
-            for t in self._ordered()
-            if t.author_id == author.id and (since_id is None or t.id > since_id)
-        ]
-        return found[::-1]
+        return await self._read(
+            f"user:{key}", "user_tweets", lambda t: t.author_id == author.id, since_id, not_before
+        )
+
+    async def own_tweets(
+        self, since_id: int | None, *, not_before: datetime | None = None
+    ) -> list[Tweet]:
+        own = self.account.id
+        return await self._read(
+            "own", "own_tweets", lambda t: t.author_id == own, since_id, not_before
+        )
 
     async def get_tweet(self, tweet_id: int) -> Tweet:
         self._enter("get_tweet")
@@ -170,14 +217,97 @@ class FakeTwitter:
 
     # --- internals ----------------------------------------------------------------
 
-    def _enter(self, operation: str) -> None:
+    def _check_operations(self, operations: tuple[str, ...]) -> None:
+        unknown = set(operations) - set(OPERATIONS)
+        if unknown:
+            raise ValueError(f"unknown operations {sorted(unknown)}; use some of {OPERATIONS}")
+
+    def _script_failure(
+        self,
+        error: TwitterError,
+        times: int,
+        operations: tuple[str, ...],
+        after: int,
+        *,
+        accepted: bool,
+    ) -> None:
+        self._check_operations(operations)
+        # The first waits ``after`` calls; the others follow it one call after another.
+        entries = [
+            _Failure(frozenset(operations), error, after if n == 0 else 0, accepted)
+            for n in range(times)
+        ]
+        self._failures.extend(entries)
+
+    def _enter(self, operation: str) -> TwitterError | None:
+        """Count the call and raise what was scripted for it; returns an error to raise
+        only after the call has done its work (a post X took, then timed out)."""
         self.calls.append(operation)
         if self._down:
             raise TwitterTransientError(f"X is unreachable ({operation})")
-        for index, (operations, error) in enumerate(self._failures):
-            if operation in operations:
-                del self._failures[index]
-                raise error
+        pending: TwitterError | None = None
+        for failure in self._failures:
+            if operation not in failure.operations:
+                continue
+            if failure.after > 0:
+                failure.after -= 1  # this call goes through; the failure waits for a later one
+            else:
+                self._failures.remove(failure)
+                if not failure.accepted:
+                    raise failure.error
+                pending = failure.error
+            break
+        self._check_rate(operation)
+        return pending
+
+    def _check_rate(self, operation: str) -> None:
+        window = self._rates.get(operation)
+        if window is None:
+            return
+        now = self.clock.now()
+        if window.started is None or now >= window.started + window.per:
+            window.started, window.used = now, 0
+        if window.used >= window.calls:
+            reset_at = window.started + window.per
+            raise TwitterRateLimited(f"rate limited ({operation})", reset_at=reset_at)
+        window.used += 1
+
+    def _mentions(self, tweet: Tweet) -> bool:
+        if tweet.author_id == self.account.id:
+            return False
+        pattern = re.compile(rf"@{re.escape(self.account.username)}\b", re.IGNORECASE)
+        parent = self.tweets.get(tweet.in_reply_to_id or 0)
+        return bool(pattern.search(tweet.text)) or (
+            parent is not None and parent.author_id == self.account.id
+        )
+
+    async def _read(
+        self,
+        timeline: str,
+        operation: str,
+        belongs: Callable[[Tweet], bool],
+        since_id: int | None,
+        not_before: datetime | None,
+    ) -> list[Tweet]:
+        """Read a timeline page by page, as the real transports do."""
+
+        async def page(since: int | None, token: str | None) -> TweetPage:
+            self._enter(operation)
+            # Newest first, above the since-id, below the page token (the last id sent).
+            found = [
+                t
+                for t in reversed(self._ordered())
+                if belongs(t)
+                and (since is None or t.id > since)
+                and (token is None or t.id < int(token))
+            ]
+            tweets = found[: self.page_size]
+            more = len(found) > self.page_size
+            return TweetPage(tweets, str(tweets[-1].id) if more else None)
+
+        if timeline not in self._readers:
+            self._readers[timeline] = TimelineReader(page)
+        return await self._readers[timeline].read(since_id, not_before=not_before)
 
     def _add(
         self, author: TwitterUser, text: str, reply_to: int | None, image_urls: tuple[str, ...]

@@ -17,10 +17,12 @@ from liz.twitter.errors import (
     TwitterAuthError,
     TwitterError,
     TwitterNotFound,
+    TwitterOutcomeUnknown,
     TwitterRateLimited,
     TwitterRejected,
     TwitterTransientError,
 )
+from liz.twitter.paging import FetchPage, TimelineReader, TweetPage
 from liz.twitter.settings import TwitterSettings
 from liz.twitter.transport import Tweet, TwitterUser
 
@@ -30,6 +32,8 @@ TWEET_FIELDS = ["author_id", "conversation_id", "created_at", "referenced_tweets
 EXPANSIONS = ["author_id", "attachments.media_keys"]
 MEDIA_FIELDS = ["url", "type"]
 PAGE_SIZE = 100
+# Calls whose effect is unknown when their answer is lost.
+WRITES = frozenset({"create_tweet"})
 
 
 def translate_tweepy_error(exc: BaseException, operation: str) -> TwitterError:
@@ -49,8 +53,12 @@ def translate_tweepy_error(exc: BaseException, operation: str) -> TwitterError:
         return TwitterNotFound(detail)
     if isinstance(exc, tweepy.BadRequest | tweepy.Forbidden):
         return TwitterRejected(detail)
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return TwitterTransientError(detail)  # never reached X: nothing happened there
     if isinstance(exc, tweepy.TwitterServerError | aiohttp.ClientError | asyncio.TimeoutError):
-        return TwitterTransientError(detail)
+        # X may have acted before the answer was lost: a post may be out.
+        unknown = operation in WRITES
+        return (TwitterOutcomeUnknown if unknown else TwitterTransientError)(detail)
     return TwitterError(detail)
 
 
@@ -75,6 +83,7 @@ class TweepyTransport:
         # Replies posted by the bot belong to their parent's conversation; X's
         # create call does not say which, so remember what we have seen.
         self._conversations: dict[int, int] = {}
+        self._readers: dict[str, TimelineReader] = {}
 
     @classmethod
     def from_settings(cls, settings: TwitterSettings) -> TweepyTransport:
@@ -136,35 +145,74 @@ class TweepyTransport:
             in_reply_to_id=reply_to,
         )
 
-    async def mentions(self, since_id: int | None) -> list[Tweet]:
-        account = await self.me()
-        response = await self._call(
-            "get_users_mentions",
-            self.client.get_users_mentions(
-                account.id, since_id=since_id, max_results=PAGE_SIZE, user_auth=True, **_fields()
-            ),
-        )
-        return self._tweets(response)
+    async def mentions(
+        self, since_id: int | None, *, not_before: datetime | None = None
+    ) -> list[Tweet]:
+        reader = self._reader("mentions", self._mentions_page)
+        return await reader.read(since_id, not_before=not_before)
 
-    async def user_tweets(self, username: str, since_id: int | None) -> list[Tweet]:
+    async def user_tweets(
+        self, username: str, since_id: int | None, *, not_before: datetime | None = None
+    ) -> list[Tweet]:
         key = username.lower().lstrip("@")
         if key not in self._user_ids:
             found = await self._call("get_user", self.client.get_user(username=key, user_auth=True))
             if found.data is None:
                 raise TwitterNotFound(f"no X user named {username!r}")
             self._user_ids[key] = int(found.data.id)
+        user_id = self._user_ids[key]
+
+        async def page(since: int | None, token: str | None) -> TweetPage:
+            return await self._timeline_page(user_id, since, token)
+
+        return await self._reader(f"user:{key}", page).read(since_id, not_before=not_before)
+
+    async def own_tweets(
+        self, since_id: int | None, *, not_before: datetime | None = None
+    ) -> list[Tweet]:
+        account = await self.me()
+
+        async def page(since: int | None, token: str | None) -> TweetPage:
+            return await self._timeline_page(account.id, since, token)
+
+        return await self._reader("own", page).read(since_id, not_before=not_before)
+
+    def _reader(self, key: str, fetch_page: FetchPage) -> TimelineReader:
+        if key not in self._readers:
+            self._readers[key] = TimelineReader(fetch_page)
+        return self._readers[key]
+
+    async def _mentions_page(self, since_id: int | None, token: str | None) -> TweetPage:
+        account = await self.me()
+        response = await self._call(
+            "get_users_mentions",
+            self.client.get_users_mentions(
+                account.id,
+                since_id=since_id,
+                max_results=PAGE_SIZE,
+                pagination_token=token,
+                user_auth=True,
+                **_fields(),
+            ),
+        )
+        return self.page(response)
+
+    async def _timeline_page(
+        self, user_id: int, since_id: int | None, token: str | None
+    ) -> TweetPage:
         response = await self._call(
             "get_users_tweets",
             self.client.get_users_tweets(
-                self._user_ids[key],
+                user_id,
                 since_id=since_id,
                 max_results=PAGE_SIZE,
+                pagination_token=token,
                 exclude=["retweets"],
                 user_auth=True,
                 **_fields(),
             ),
         )
-        return self._tweets(response)
+        return self.page(response)
 
     async def get_tweet(self, tweet_id: int) -> Tweet:
         response = await self._call(
@@ -182,6 +230,11 @@ class TweepyTransport:
         session = getattr(self.client, "session", None)
         if session is not None:
             await session.close()
+
+    def page(self, response: Any) -> TweetPage:
+        """A tweepy ``Response`` as a page: its tweets and ``meta.next_token``."""
+        meta = response.meta or {}
+        return TweetPage(self._tweets(response), meta.get("next_token"))
 
     def _tweets(self, response: Any) -> list[Tweet]:
         data = response.data

@@ -12,7 +12,7 @@ import asyncio
 import logging
 import random
 from collections.abc import Awaitable, Callable
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TypeVar
 
 from liz.agent import BaseAgent
@@ -23,7 +23,7 @@ from liz.twitter.errors import FATAL_ERRORS
 from liz.twitter.leader import LeaderLock, leader_lock_for
 from liz.twitter.posting import first_post_time, write_and_post
 from liz.twitter.replying import ReplyCycle
-from liz.twitter.retry import Backoff, delay_after
+from liz.twitter.retry import bot_retrying, is_worth_retrying
 from liz.twitter.settings import TwitterSettings
 from liz.twitter.transport import TwitterTransport, TwitterUser
 from liz.types import Clock, SystemClock
@@ -180,7 +180,6 @@ class TwitterBot:
             raise LeadershipLost()
 
     async def _post_loop(self, ctx: BotContext) -> None:
-        backoff = self._backoff()
         self.next_post_at = await self._retrying(
             "reading the last post's time", lambda: first_post_time(ctx, self.rng)
         )
@@ -188,61 +187,29 @@ class TwitterBot:
             wait = (self.next_post_at - self.clock.now()).total_seconds()
             if wait > 0:
                 await self.clock.sleep(wait)
-            await self._ensure_leader()
-            try:
-                await write_and_post(ctx)
-            except FATAL_ERRORS:
-                raise
-            except Exception as exc:
-                delay = delay_after(exc, self.clock.now(), backoff)
-                _log_failure("post cycle", exc, delay)
-                self.next_post_at = self.clock.now() + timedelta(seconds=delay)
-                continue
-            backoff.reset()
+            await self._retrying("post cycle", lambda: write_and_post(ctx), as_leader=True)
             self.next_post_at = self.clock.now() + self.settings.post_interval(self.rng)
 
     async def _reply_loop(self, ctx: BotContext) -> None:
-        backoff = self._backoff()
         cycle = ReplyCycle(ctx, started_at=self.clock.now())
         while True:
-            await self._ensure_leader()
-            try:
-                await cycle.run()
-            except FATAL_ERRORS:
-                raise
-            except Exception as exc:
-                delay = delay_after(exc, self.clock.now(), backoff)
-                _log_failure("reply cycle", exc, delay)
-            else:
-                backoff.reset()
-                delay = self.settings.polling_interval * 60
-            await self.clock.sleep(delay)
+            await self._retrying("reply cycle", cycle.run, as_leader=True)
+            await self.clock.sleep(self.settings.polling_interval * 60)
 
-    async def _retrying(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
-        """``await call()`` until it succeeds: fatal errors are raised, others waited out."""
-        backoff = self._backoff()
-        while True:
-            try:
+    async def _retrying(
+        self, what: str, call: Callable[[], Awaitable[T]], *, as_leader: bool = False
+    ) -> T:
+        """``await call()`` until it succeeds: fatal errors and a lost leader lock are raised
+        at once, others waited out (a rate limit until its reset, else with backoff)."""
+        async for attempt in bot_retrying(
+            self.settings, self.clock, what=what, retry_if=_worth_retrying
+        ):
+            with attempt:
+                if as_leader:
+                    await self._ensure_leader()
                 return await call()
-            except FATAL_ERRORS:
-                raise
-            except Exception as exc:
-                delay = delay_after(exc, self.clock.now(), backoff)
-                _log_failure(what, exc, delay)
-                await self.clock.sleep(delay)
-
-    def _backoff(self) -> Backoff:
-        return Backoff(
-            base=self.settings.backoff_base_seconds,
-            cap=self.settings.backoff_max_seconds,
-            rng=self.rng,
-        )
+        raise AssertionError("unreachable: tenacity re-raises the last error")  # pragma: no cover
 
 
-def _log_failure(what: str, exc: Exception, delay: float) -> None:
-    # The loop is an outermost edge: unexpected errors are logged with their
-    # traceback once, expected ones as a line.
-    if isinstance(exc, LizError):
-        logger.warning("%s failed: %s; next try in %.0f s", what, exc.message, delay)
-    else:
-        logger.exception("%s failed unexpectedly; next try in %.0f s", what, delay)
+def _worth_retrying(error: BaseException) -> bool:
+    return is_worth_retrying(error) and not isinstance(error, LeadershipLost)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -10,13 +9,9 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from liz.agent import BaseAgent
 from liz.errors import LizError
 from liz.pipeline import AgentFramework
-from liz.twitter.errors import TwitterError
 from liz.twitter.settings import TwitterSettings
-from liz.twitter.store import save_tweets
-from liz.twitter.transport import Tweet, TwitterTransport, TwitterUser
+from liz.twitter.transport import TwitterTransport, TwitterUser
 from liz.types import Clock, InputObject
-
-logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -46,26 +41,3 @@ class BotContext:
         if response.reply is None:
             raise LizError("the agent answered nothing")
         return response.reply.text.strip()
-
-    async def post_thread(self, texts: list[str], *, reply_to: int | None) -> list[Tweet]:
-        """Post ``texts`` as a thread (each a reply to the one before) and store what was posted.
-
-        If a later tweet fails, the ones already posted are kept and stored and the
-        thread ends there: posting the whole thread again would repeat its start.
-        """
-        posted: list[Tweet] = []
-        parent = reply_to
-        try:
-            for text in texts:
-                tweet = await self.transport.post(text, reply_to=parent)
-                posted.append(tweet)
-                parent = tweet.id
-        except TwitterError as exc:
-            if not posted:
-                raise
-            logger.warning(
-                "thread cut short after %d of %d tweets: %s", len(posted), len(texts), exc.message
-            )
-        async with self.sessions() as session, session.begin():
-            await save_tweets(session, posted)
-        return posted

@@ -51,5 +51,10 @@ class TwitterTransientError(TwitterError):
     status = 503
 
 
+class TwitterOutcomeUnknown(TwitterTransientError):
+    """The call failed after X may have acted on it (a timeout, a dropped connection, a
+    server error): a post may be out. Look before posting it again."""
+
+
 # Failures no waiting will cure: the loops stop and ``TwitterBot.run`` raises them.
 FATAL_ERRORS = (TwitterAuthError, LLMNotConfigured, UsageError)

@@ -1,4 +1,4 @@
-"""The scheduled post: when the next one is due, and writing and posting it."""
+"""The scheduled post: when the next one is due, and writing and posting it exactly once."""
 
 from __future__ import annotations
 
@@ -8,9 +8,15 @@ from datetime import datetime
 
 from liz.errors import LizError
 from liz.twitter.context import BotContext
+from liz.twitter.outbox import (
+    POST_PREFIX,
+    new_post_key,
+    plan_thread,
+    send_thread,
+    unfinished_threads,
+)
 from liz.twitter.splitter import split_into_tweets
 from liz.twitter.store import last_post_time
-from liz.twitter.transport import Tweet
 from liz.types import InputObject, InputSource
 
 logger = logging.getLogger(__name__)
@@ -22,17 +28,34 @@ async def first_post_time(ctx: BotContext, rng: random.Random) -> datetime:
     """When the first post of this run is due, counting from the last post stored.
 
     A restart therefore neither posts again at once nor waits a whole interval anew.
+    A dry run writes its first post at once, so the operator sees at once what it would post.
     """
     now = ctx.clock.now()
+    if ctx.dry_run:
+        return now
     async with ctx.sessions() as session:
+        if await unfinished_threads(session, account_id=ctx.account.id, prefix=POST_PREFIX):
+            return now  # a post cut short by the last run: finish it first
         last = await last_post_time(session, account_id=ctx.account.id)
     if last is None:
         return now if ctx.settings.post_immediately else now + ctx.settings.post_interval(rng)
     return last + ctx.settings.post_interval(rng)
 
 
-async def write_and_post(ctx: BotContext) -> list[Tweet]:
-    """Have the agent write a post and post it (as a thread if long); nothing posted on dry run."""
+async def write_and_post(ctx: BotContext) -> list[int]:
+    """Have the agent write a post and post it (as a thread if long); the ids of its tweets.
+
+    A post that an earlier try left unfinished (cut short, or its fate unknown after
+    a timeout) is finished instead, never written and posted anew. Nothing is posted
+    or stored on dry run.
+    """
+    if not ctx.dry_run:
+        async with ctx.sessions() as session:
+            unfinished = await unfinished_threads(
+                session, account_id=ctx.account.id, prefix=POST_PREFIX
+            )
+        if unfinished:
+            return await _send(ctx, unfinished[0])
     instruction = ctx.agent.templates.render(
         "twitter_post_instruction.j2",
         username=ctx.account.username,
@@ -54,6 +77,25 @@ async def write_and_post(ctx: BotContext) -> list[Tweet]:
     if ctx.dry_run:
         logger.info("dry run: would post %d tweet(s): %r", len(texts), texts)
         return []
-    posted = await ctx.post_thread(texts, reply_to=None)
-    logger.info("posted %s (%d tweet(s))", posted[0].permanent_url, len(posted))
-    return posted
+    key = new_post_key()
+    async with ctx.sessions() as session, session.begin():
+        await plan_thread(
+            session,
+            account_id=ctx.account.id,
+            key=key,
+            texts=texts,
+            reply_to=None,
+            at=ctx.clock.now(),
+        )
+    return await _send(ctx, key)
+
+
+async def _send(ctx: BotContext, key: str) -> list[int]:
+    tweet_ids = await send_thread(ctx, key)
+    logger.info(
+        "posted https://x.com/%s/status/%d (%d tweet(s))",
+        ctx.account.username,
+        tweet_ids[0],
+        len(tweet_ids),
+    )
+    return tweet_ids

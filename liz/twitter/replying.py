@@ -2,10 +2,14 @@
 
 Each new tweet is handled once per account: a row in ``TwitterHandled`` says
 what was decided, and the newest handled id per stream is the since-id cursor,
-so a restart resumes where the last run stopped. X and the database share no
-transaction, so a reply's row is written before posting ("replying") and taken
-back only when X reports the post failed: a crash between the two leaves a tweet
-at most once answered, never twice.
+so a restart resumes where the last run stopped. A reply is marked "replying"
+with its tweets planned in the outbox (:mod:`liz.twitter.outbox`) in one
+transaction, then posted; it is marked "replied" only once all its tweets are
+on X. An unfinished reply (cut short, or its fate unknown after a timeout) is
+finished at the start of the next cycle, never written and posted anew; only
+when X refuses its first tweet is the mark taken back, so it is tried again.
+Every page of new tweets is read back to the cursor before any is handled (a
+storm of mentions may take several polls when X rate-limits the reading).
 Tweets are handled oldest first and a cycle stops at the first failure that
 may pass (X down, rate limit, LLM unavailable), so the cursor never skips an
 unanswered tweet.
@@ -21,6 +25,7 @@ from functools import partial
 from typing import Literal
 
 from pydantic import BaseModel, Field
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from liz.errors import LizError, LLMError
 from liz.twitter.context import BotContext
@@ -32,6 +37,15 @@ from liz.twitter.errors import (
     TwitterRejected,
     TwitterTransientError,
 )
+from liz.twitter.outbox import (
+    REPLY_PREFIX,
+    plan_thread,
+    replied_tweet_id,
+    reply_key,
+    send_thread,
+    thread_is_planned,
+    unfinished_threads,
+)
 from liz.twitter.splitter import split_into_tweets
 from liz.twitter.store import (
     MENTIONS_STREAM,
@@ -39,6 +53,7 @@ from liz.twitter.store import (
     is_handled,
     mark_handled,
     save_tweets,
+    set_decision,
     since_id,
     target_stream,
     unmark_handled,
@@ -48,7 +63,8 @@ from liz.types import InputObject, InputSource, InputType
 
 logger = logging.getLogger(__name__)
 
-Fetch = Callable[[int | None], Awaitable[list[Tweet]]]
+# fetch(since_id, not_before): every tweet of a stream above the cursor (every page).
+Fetch = Callable[[int | None, datetime | None], Awaitable[list[Tweet]]]
 
 
 class ShouldRespond(BaseModel):
@@ -78,20 +94,31 @@ class ReplyCycle:
         self._dry_run_seen: set[int] = set()
 
     async def run(self) -> None:
-        """One pass over mentions, then each target user's timeline."""
+        """Finish unfinished replies, then one pass over mentions and each target's timeline."""
         transport = self.ctx.transport
-        await self._run_stream(MENTIONS_STREAM, transport.mentions)
+        if not self.ctx.dry_run:
+            await self._finish_replies()
+
+        async def mentions(since_id: int | None, not_before: datetime | None) -> list[Tweet]:
+            return await transport.mentions(since_id, not_before=not_before)
+
+        await self._run_stream(MENTIONS_STREAM, mentions)
         for username in self.ctx.settings.target_users:
-            await self._run_stream(
-                target_stream(username), partial(transport.user_tweets, username)
-            )
+            await self._run_stream(target_stream(username), partial(self._user_tweets, username))
+
+    async def _user_tweets(
+        self, username: str, since_id: int | None, not_before: datetime | None
+    ) -> list[Tweet]:
+        return await self.ctx.transport.user_tweets(username, since_id, not_before=not_before)
 
     async def _run_stream(self, stream: str, fetch: Fetch) -> None:
         ctx = self.ctx
         async with ctx.sessions() as session:
             cursor = await since_id(session, account_id=ctx.account.id, stream=stream)
+        # Every page back to the cursor; with no cursor yet, back to the oldest answerable.
+        not_before = self._oldest_answerable(stream) if cursor is None else None
         try:
-            fetched = await fetch(cursor)
+            fetched = await fetch(cursor, not_before)
         except (TwitterNotFound, TwitterRejected) as exc:
             if stream == MENTIONS_STREAM:
                 raise
@@ -158,20 +185,57 @@ class ReplyCycle:
             logger.info("dry run: would reply to %s with %r", tweet.permanent_url, texts)
             self._dry_run_seen.add(tweet.id)
             return
-        await self._record(tweet, stream, "replying")
+        # Marked "replying" with the reply's tweets planned in one transaction: from
+        # here on the reply is finished, never written anew (see liz.twitter.outbox).
+        key = reply_key(tweet.id)
+        async with ctx.sessions() as session, session.begin():
+            await self._store_decision(session, tweet, stream, "replying")
+            await plan_thread(
+                session,
+                account_id=ctx.account.id,
+                key=key,
+                texts=texts,
+                reply_to=tweet.id,
+                at=ctx.clock.now(),
+            )
+        await self._send_reply(key)
+
+    async def _finish_replies(self) -> None:
+        """Post the rest of replies an earlier cycle or run left unfinished."""
+        ctx = self.ctx
+        async with ctx.sessions() as session:
+            keys = await unfinished_threads(session, account_id=ctx.account.id, prefix=REPLY_PREFIX)
+        for key in keys:
+            logger.info("finishing the reply to tweet %d", replied_tweet_id(key))
+            await self._send_reply(key)
+
+    async def _send_reply(self, key: str) -> None:
+        """Post the reply's tweets not yet on X; mark the tweet "replied" once all are out."""
+        ctx = self.ctx
+        tweet_id = replied_tweet_id(key)
         try:
-            posted = await ctx.post_thread(texts, reply_to=tweet.id)
+            posted = await send_thread(ctx, key)
         except TwitterError:
             async with ctx.sessions() as session, session.begin():
-                await unmark_handled(session, account_id=ctx.account.id, tweet_id=tweet.id)
+                if not await thread_is_planned(session, account_id=ctx.account.id, key=key):
+                    # X refused the first tweet: nothing is out, so the tweet is answered anew.
+                    await unmark_handled(session, account_id=ctx.account.id, tweet_id=tweet_id)
             raise
-        await self._record(tweet, stream, "replied")
-        logger.info("replied to %s with %d tweet(s)", tweet.permanent_url, len(posted))
+        async with ctx.sessions() as session, session.begin():
+            await set_decision(
+                session,
+                account_id=ctx.account.id,
+                tweet_id=tweet_id,
+                decision="replied",
+                at=ctx.clock.now(),
+            )
+        self._attempts.pop(tweet_id, None)
+        logger.info("replied to tweet %d with %d tweet(s)", tweet_id, len(posted))
         if ctx.settings.like_replied:
             try:
-                await ctx.transport.like(tweet.id)
+                await ctx.transport.like(tweet_id)
             except LizError as exc:
-                logger.warning("could not like tweet %d: %s", tweet.id, exc.message)
+                logger.warning("could not like tweet %d: %s", tweet_id, exc.message)
 
     async def _record(self, tweet: Tweet, stream: str, decision: str) -> None:
         """Store the tweet and what was decided about it; on dry run, remember it in memory only."""
@@ -180,16 +244,21 @@ class ReplyCycle:
             self._dry_run_seen.add(tweet.id)
             return
         async with ctx.sessions() as session, session.begin():
-            await save_tweets(session, [tweet])
-            await mark_handled(
-                session,
-                account_id=ctx.account.id,
-                tweet=tweet,
-                stream=stream,
-                decision=decision,
-                at=ctx.clock.now(),
-            )
+            await self._store_decision(session, tweet, stream, decision)
         self._attempts.pop(tweet.id, None)
+
+    async def _store_decision(
+        self, session: AsyncSession, tweet: Tweet, stream: str, decision: str
+    ) -> None:
+        await save_tweets(session, [tweet])
+        await mark_handled(
+            session,
+            account_id=self.ctx.account.id,
+            tweet=tweet,
+            stream=stream,
+            decision=decision,
+            at=self.ctx.clock.now(),
+        )
 
     async def _parent_chain(self, tweet: Tweet) -> list[Tweet]:
         """The tweets this one answers, oldest first, up to ``thread_depth`` of them."""

@@ -1,45 +1,91 @@
-"""How long the loop waits after a failure: until a rate limit resets, or an exponential backoff."""
+"""How the bot's loops wait after a failure, on :mod:`liz.retry`.
+
+A rate limit from X waits until the reset X reported; an LLM endpoint's
+``Retry-After`` is honoured; anything else backs off exponentially with jitter.
+Failures no waiting will cure (bad credentials, no LLM) are raised at once.
+
+>>> async for attempt in bot_retrying(settings, clock, what="post cycle"):
+...     with attempt:
+...         await write_and_post(ctx)
+"""
 
 from __future__ import annotations
 
-import random
-from dataclasses import dataclass, field
+import logging
+from collections.abc import Callable
 from datetime import datetime
 
-from liz.errors import LLMError
-from liz.twitter.errors import TwitterRateLimited
+from tenacity import AsyncRetrying, RetryCallState, wait_exponential, wait_random_exponential
+
+from liz.errors import LizError
+from liz.retry import Wait, honour_retry_after, retrying
+from liz.twitter.errors import FATAL_ERRORS, TwitterRateLimited
+from liz.twitter.settings import TwitterSettings
+from liz.types import Clock
+
+logger = logging.getLogger(__name__)
 
 # When X reports a rate limit without a reset time, its windows are 15 minutes.
 RATE_LIMIT_WINDOW_SECONDS = 15 * 60
 
 
-@dataclass
-class Backoff:
-    """Exponential backoff with jitter: ``base * 2**n`` capped at ``cap``, then a random
-    value in its upper half, so several bots that failed together do not retry together."""
-
-    base: float = 30.0
-    cap: float = 900.0
-    rng: random.Random = field(default_factory=random.Random)
-    failures: int = 0
-
-    def next_delay(self) -> float:
-        ceiling = min(self.cap, self.base * 2**self.failures)
-        self.failures += 1
-        return self.rng.uniform(ceiling / 2, ceiling)
-
-    def reset(self) -> None:
-        self.failures = 0
+def equal_jitter(first: float, cap: float) -> Wait:
+    """Backoff that waits at least half of ``first * 2**n`` (capped at ``cap``) and at most all
+    of it: bots that failed together spread out, yet none retries almost at once."""
+    half = wait_exponential(multiplier=first / 2, max=cap / 2)
+    return half + wait_random_exponential(multiplier=first / 2, max=cap / 2)
 
 
-def delay_after(error: Exception, now: datetime, backoff: Backoff) -> float:
-    """Seconds to wait after ``error``: until the reset X or the LLM endpoint reported for a
-    rate limit, else backoff."""
-    if isinstance(error, LLMError) and error.retry_after is not None:
-        return max(1.0, error.retry_after)
-    if isinstance(error, TwitterRateLimited):
-        if error.reset_at is None:
-            return float(RATE_LIMIT_WINDOW_SECONDS)
-        # One second past the reset, so the first call after it is allowed.
-        return max(1.0, (error.reset_at - now).total_seconds() + 1.0)
-    return backoff.next_delay()
+def until_rate_limit_reset(clock: Clock, fallback: Wait) -> Wait:
+    """Wait until X's rate limit resets (one second past it), else ``fallback``."""
+
+    def wait(state: RetryCallState) -> float:
+        error = state.outcome.exception() if state.outcome is not None else None
+        if isinstance(error, TwitterRateLimited):
+            return seconds_until_reset(error.reset_at, clock.now())
+        return fallback(state)
+
+    return wait
+
+
+def seconds_until_reset(reset_at: datetime | None, now: datetime) -> float:
+    """Seconds from ``now`` to one second past ``reset_at``, so the first call after it is
+    allowed; X's whole window when it did not say."""
+    if reset_at is None:
+        return float(RATE_LIMIT_WINDOW_SECONDS)
+    return max(1.0, (reset_at - now).total_seconds() + 1.0)
+
+
+def bot_wait(settings: TwitterSettings, clock: Clock) -> Wait:
+    """X's rate-limit reset, else the LLM endpoint's ``Retry-After``, else backoff."""
+    backoff = equal_jitter(settings.backoff_base_seconds, settings.backoff_max_seconds)
+    return until_rate_limit_reset(clock, honour_retry_after(backoff))
+
+
+def is_worth_retrying(error: BaseException) -> bool:
+    """Any failure but the fatal ones (and cancellation, which is no failure)."""
+    return isinstance(error, Exception) and not isinstance(error, FATAL_ERRORS)
+
+
+def bot_retrying(
+    settings: TwitterSettings,
+    clock: Clock,
+    *,
+    what: str,
+    retry_if: Callable[[BaseException], bool] = is_worth_retrying,
+) -> AsyncRetrying:
+    """Retry ``what`` for as long as it takes, waiting as :func:`bot_wait` says."""
+    return retrying(retry_if=retry_if, wait=bot_wait(settings, clock), clock=clock).copy(
+        before_sleep=lambda state: _log_failure(what, state)
+    )
+
+
+def _log_failure(what: str, state: RetryCallState) -> None:
+    error = state.outcome.exception() if state.outcome is not None else None
+    delay = state.next_action.sleep if state.next_action is not None else 0.0
+    # The loop is an outermost edge: unexpected errors are logged with their
+    # traceback once, expected ones as a line.
+    if isinstance(error, LizError):
+        logger.warning("%s failed: %s; next try in %.0f s", what, error.message, delay)
+    else:
+        logger.error("%s failed unexpectedly; next try in %.0f s", what, delay, exc_info=error)

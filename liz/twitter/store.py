@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from liz.db.models import TweetRecord
@@ -67,6 +67,20 @@ async def mark_handled(
         )
     )
     await session.flush()
+
+
+async def set_decision(
+    session: AsyncSession, *, account_id: int, tweet_id: int, decision: str, at: datetime
+) -> None:
+    """Change what was decided about a tweet the account handled."""
+    await session.execute(
+        update(HandledTweetRecord)
+        .where(
+            HandledTweetRecord.account_id == str(account_id),
+            HandledTweetRecord.tweet_id == str(tweet_id),
+        )
+        .values(decision=decision, handled_at=at)
+    )
 
 
 async def unmark_handled(session: AsyncSession, *, account_id: int, tweet_id: int) -> None:

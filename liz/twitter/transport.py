@@ -50,15 +50,36 @@ class TwitterTransport(Protocol):
         ...
 
     async def post(self, text: str, reply_to: int | None = None) -> Tweet:
-        """Post a tweet, as a reply to ``reply_to`` when given; return the posted tweet."""
+        """Post a tweet, as a reply to ``reply_to`` when given; return the posted tweet.
+
+        Raises :class:`liz.twitter.errors.TwitterOutcomeUnknown` when the call failed
+        in a way that X may still have posted it (a timeout, a dropped connection).
+        """
         ...
 
-    async def mentions(self, since_id: int | None) -> list[Tweet]:
-        """Tweets mentioning the account with an id above ``since_id``, in any order."""
+    async def mentions(
+        self, since_id: int | None, *, not_before: datetime | None = None
+    ) -> list[Tweet]:
+        """Every tweet mentioning the account with an id above ``since_id``, in any order.
+
+        Every page is read back to ``since_id`` (or to the first page with a tweet
+        created before ``not_before``); a failure part way keeps the pages read, and
+        the next call with the same arguments goes on from there
+        (:class:`liz.twitter.paging.TimelineReader`).
+        """
         ...
 
-    async def user_tweets(self, username: str, since_id: int | None) -> list[Tweet]:
-        """Recent tweets by ``username`` with an id above ``since_id``, in any order."""
+    async def user_tweets(
+        self, username: str, since_id: int | None, *, not_before: datetime | None = None
+    ) -> list[Tweet]:
+        """Every tweet by ``username`` above ``since_id``, read as :meth:`mentions` reads."""
+        ...
+
+    async def own_tweets(
+        self, since_id: int | None, *, not_before: datetime | None = None
+    ) -> list[Tweet]:
+        """The account's own tweets and replies above ``since_id``, read as :meth:`mentions`
+        reads: where the bot looks for a post whose outcome it does not know."""
         ...
 
     async def get_tweet(self, tweet_id: int) -> Tweet:

@@ -22,16 +22,20 @@ from liz.twitter.errors import (
     TwitterAuthError,
     TwitterError,
     TwitterNotFound,
+    TwitterOutcomeUnknown,
     TwitterRateLimited,
     TwitterRejected,
     TwitterTransientError,
 )
+from liz.twitter.paging import FetchPage, TimelineReader, TweetPage
 from liz.twitter.settings import TwitterSettings
 from liz.twitter.transport import Tweet, TwitterUser
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 PAGE_SIZE = 20
+# Calls whose effect is unknown when their answer is lost.
+WRITES = frozenset({"create_tweet"})
 
 
 def _import_twikit() -> Any:
@@ -63,13 +67,17 @@ def translate_twikit_error(exc: BaseException, operation: str) -> TwitterError:
     # CouldNotTweet covers DuplicateTweet.
     if isinstance(exc, _named(errors, "BadRequest", "Forbidden", "CouldNotTweet", "InvalidMedia")):
         return TwitterRejected(detail)
+    if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
+        return TwitterTransientError(detail)  # never reached X: nothing happened there
     transient = (
         *_named(errors, "ServerError", "RequestTimeout"),
         httpx.TransportError,
         TimeoutError,
     )
     if isinstance(exc, transient):
-        return TwitterTransientError(detail)
+        # X may have acted before the answer was lost: a post may be out.
+        unknown = operation in WRITES
+        return (TwitterOutcomeUnknown if unknown else TwitterTransientError)(detail)
     return TwitterError(detail)
 
 
@@ -86,6 +94,8 @@ class TwikitTransport:
         self.settings = settings
         self._account: TwitterUser | None = None
         self._logged_in = False
+        self._user_ids: dict[str, int] = {}
+        self._readers: dict[str, TimelineReader] = {}
 
     @classmethod
     def from_settings(cls, settings: TwitterSettings) -> TwikitTransport:
@@ -144,23 +154,70 @@ class TwikitTransport:
         )
         return self._tweet(created, reply_to=reply_to)
 
-    async def mentions(self, since_id: int | None) -> list[Tweet]:
+    async def mentions(
+        self, since_id: int | None, *, not_before: datetime | None = None
+    ) -> list[Tweet]:
+        reader = self._reader("mentions", self._mentions_page)
+        return await reader.read(since_id, not_before=not_before)
+
+    async def user_tweets(
+        self, username: str, since_id: int | None, *, not_before: datetime | None = None
+    ) -> list[Tweet]:
+        await self.me()
+        key = username.lower().lstrip("@")
+        if key not in self._user_ids:
+            user = await self._call(
+                "get_user_by_screen_name", self.client.get_user_by_screen_name(key)
+            )
+            self._user_ids[key] = int(user.id)
+        user_id = self._user_ids[key]
+
+        async def page(since: int | None, cursor: str | None) -> TweetPage:
+            return await self._timeline_page(user_id, "Tweets", cursor)
+
+        return await self._reader(f"user:{key}", page).read(since_id, not_before=not_before)
+
+    async def own_tweets(
+        self, since_id: int | None, *, not_before: datetime | None = None
+    ) -> list[Tweet]:
+        account = await self.me()
+
+        async def page(since: int | None, cursor: str | None) -> TweetPage:
+            found = await self._timeline_page(account.id, "Replies", cursor)
+            # The replies tab shows the tweets replied to as well.
+            own = [t for t in found.tweets if t.author_id == account.id]
+            return TweetPage(own, found.next_token if found.tweets else None)
+
+        return await self._reader("own", page).read(since_id, not_before=not_before)
+
+    def _reader(self, key: str, fetch_page: FetchPage) -> TimelineReader:
+        if key not in self._readers:
+            self._readers[key] = TimelineReader(fetch_page)
+        return self._readers[key]
+
+    async def _mentions_page(self, since_id: int | None, cursor: str | None) -> TweetPage:
+        # Search has no since-id: the reader stops at the first page reaching the cursor.
         account = await self.me()
         found = await self._call(
             "search_tweet",
-            self.client.search_tweet(f"@{account.username}", "Latest", count=PAGE_SIZE),
+            self.client.search_tweet(
+                f"@{account.username}", "Latest", count=PAGE_SIZE, cursor=cursor
+            ),
         )
-        return [t for t in map(self._tweet, found) if since_id is None or t.id > since_id]
+        return self.page(found)
 
-    async def user_tweets(self, username: str, since_id: int | None) -> list[Tweet]:
-        await self.me()
-        user = await self._call(
-            "get_user_by_screen_name", self.client.get_user_by_screen_name(username.lstrip("@"))
-        )
+    async def _timeline_page(self, user_id: int, kind: str, cursor: str | None) -> TweetPage:
         found = await self._call(
-            "get_user_tweets", self.client.get_user_tweets(user.id, "Tweets", count=PAGE_SIZE)
+            "get_user_tweets",
+            self.client.get_user_tweets(str(user_id), kind, count=PAGE_SIZE, cursor=cursor),
         )
-        return [t for t in map(self._tweet, found) if since_id is None or t.id > since_id]
+        return self.page(found)
+
+    def page(self, result: Any) -> TweetPage:
+        """A twikit ``Result`` as a page: its tweets and ``next_cursor`` (X's web timelines
+        always offer one, so an empty page ends the read)."""
+        tweets = [self._tweet(raw) for raw in result]
+        return TweetPage(tweets, getattr(result, "next_cursor", None) if tweets else None)
 
     async def get_tweet(self, tweet_id: int) -> Tweet:
         await self.me()

@@ -1,0 +1,88 @@
+"""One request to the endpoint each: a completion, a stream of deltas, a batch of embeddings.
+
+Every ``openai`` exception met here leaves as a :class:`liz.errors.LLMError`, with
+the provider's ``Retry-After`` on ``retry_after`` when it sent one.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any, cast
+
+import openai
+from openai import AsyncOpenAI
+
+from liz.llm.errors import LLMOutputError, translate_openai_error
+from liz.trace import record_llm_call
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletion
+
+log = logging.getLogger(__name__)
+
+
+async def complete(
+    client: AsyncOpenAI,
+    model: str,
+    messages: list[dict[str, Any]],
+    *,
+    temperature: float | None = None,
+    response_format: dict[str, Any] | None = None,
+) -> ChatCompletion:
+    """One chat completion, whole."""
+    extra: dict[str, Any] = {}
+    if temperature is not None:
+        extra["temperature"] = temperature
+    if response_format is not None:
+        extra["response_format"] = response_format
+    log.debug("chat completion: model %s, %d messages", model, len(messages))
+    record_llm_call(model, messages, streamed=False, response_format=response_format)
+    try:
+        completion: ChatCompletion = await client.chat.completions.create(
+            model=model, messages=cast(Any, messages), stream=False, **extra
+        )
+    except openai.OpenAIError as exc:
+        raise translate_openai_error(exc, model=model) from exc
+    return completion
+
+
+async def stream_deltas(
+    client: AsyncOpenAI,
+    model: str,
+    messages: list[dict[str, Any]],
+    *,
+    temperature: float | None = None,
+) -> AsyncIterator[str]:
+    """One chat completion, streamed: its text deltas as they arrive."""
+    extra: dict[str, Any] = {} if temperature is None else {"temperature": temperature}
+    record_llm_call(model, messages, streamed=True)
+    try:
+        chunks = await client.chat.completions.create(
+            model=model, messages=cast(Any, messages), stream=True, **extra
+        )
+    except openai.OpenAIError as exc:
+        raise translate_openai_error(exc, model=model) from exc
+    try:
+        async for chunk in chunks:
+            for choice in chunk.choices:
+                if choice.delta.content:
+                    yield choice.delta.content
+    except openai.OpenAIError as exc:
+        raise translate_openai_error(exc, model=model) from exc
+    finally:
+        await chunks.close()
+
+
+async def embed_batch(client: AsyncOpenAI, model: str, texts: list[str]) -> list[list[float]]:
+    """One embeddings request: a vector per text, in the order given."""
+    try:
+        response = await client.embeddings.create(model=model, input=texts, encoding_format="float")
+    except openai.OpenAIError as exc:
+        raise translate_openai_error(exc, model=model) from exc
+    ordered = sorted(response.data, key=lambda item: item.index)
+    if len(ordered) != len(texts):
+        raise LLMOutputError(
+            f"the embedding model {model} returned {len(ordered)} vectors for {len(texts)} texts"
+        )
+    return [list(item.embedding) for item in ordered]

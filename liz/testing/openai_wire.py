@@ -1,0 +1,154 @@
+"""OpenAI's JSON shapes as ScriptedOpenAI writes them: completions, chunks, embeddings, errors.
+
+Word counts stand in for tokens (deterministic, and no tokenizer download), and an
+embedding is a hashed bag of words, so texts that share words are close.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import math
+import re
+import struct
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from pydantic import BaseModel
+from starlette.responses import JSONResponse
+
+from liz.testing.openai_requests import Answer
+
+_WORD = re.compile(r"\w+")
+_STREAM_PIECE = re.compile(r"\s*\S+|\s+$")
+
+
+def word_count(text: str) -> int:
+    return len(_WORD.findall(text))
+
+
+def scripted_embedding(text: str, dimensions: int = 64) -> list[float]:
+    """The vector ScriptedOpenAI gives ``text``: hashed word counts, scaled to unit length.
+
+    Counts are never negative, so a hash collision can only raise the cosine of two
+    texts: texts sharing words are at least as similar as their shared words make them.
+    """
+    vector = [0.0] * dimensions
+    for word in _WORD.findall(text.lower()):
+        digest = hashlib.blake2b(word.encode(), digest_size=8).digest()
+        vector[int.from_bytes(digest, "big") % dimensions] += 1.0
+    norm = math.sqrt(sum(value * value for value in vector))
+    if norm == 0.0:
+        # No words at all: a fixed unit vector keeps cosine similarity defined.
+        return [1.0] + [0.0] * (dimensions - 1)
+    return [value / norm for value in vector]
+
+
+def embeddings_body(
+    texts: list[str], model: str, dimensions: int, *, as_base64: bool
+) -> dict[str, Any]:
+    """The answer to an embeddings request for ``texts``."""
+    data = []
+    for index, text in enumerate(texts):
+        vector = scripted_embedding(text, dimensions)
+        encoded: Any = vector
+        if as_base64:
+            encoded = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()
+        data.append({"object": "embedding", "index": index, "embedding": encoded})
+    tokens = sum(word_count(text) for text in texts)
+    return {
+        "object": "list",
+        "data": data,
+        "model": model,
+        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+    }
+
+
+def as_content(answer: Answer) -> str:
+    """A scripted answer as the message text: JSON for anything but a string."""
+    if isinstance(answer, str):
+        return answer
+    if isinstance(answer, BaseModel):
+        return answer.model_dump_json()
+    return json.dumps(answer)
+
+
+def usage(prompt: str, content: str) -> dict[str, int]:
+    prompt_tokens = word_count(prompt)
+    completion_tokens = word_count(content)
+    return {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
+
+
+def completion_body(
+    completion_id: str, model: str, content: str, token_usage: dict[str, int]
+) -> dict[str, Any]:
+    """A whole (non-streamed) chat completion answering ``content``."""
+    message = {"role": "assistant", "content": content, "refusal": None}
+    return {
+        "id": completion_id,
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": "stop"}],
+        "usage": token_usage,
+    }
+
+
+def chunk(
+    completion_id: str,
+    model: str,
+    choices: list[dict[str, Any]],
+    token_usage: dict[str, int] | None = None,
+) -> dict[str, Any]:
+    return {
+        "id": completion_id,
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": model,
+        "choices": choices,
+        "usage": token_usage,
+    }
+
+
+def stream_chunks(completion_id: str, model: str, content: str) -> list[dict[str, Any]]:
+    """OpenAI's chunk sequence: the role, one chunk per word, then the finish reason."""
+
+    def choice(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+        return {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+
+    deltas = [{"role": "assistant", "content": ""}]
+    deltas += [{"content": piece} for piece in _STREAM_PIECE.findall(content)]
+    chunks = [chunk(completion_id, model, [choice(delta)]) for delta in deltas]
+    chunks.append(chunk(completion_id, model, [choice({}, "stop")]))
+    return chunks
+
+
+async def server_sent_events(chunks: list[dict[str, Any]]) -> AsyncIterator[str]:
+    for item in chunks:
+        yield f"data: {json.dumps(item)}\n\n"
+    yield "data: [DONE]\n\n"
+
+
+def error_response(
+    status: int,
+    message: str,
+    retry_after: float | None = None,
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
+    """OpenAI's error body with ``status``; ``retry_after`` becomes the ``Retry-After`` header."""
+    kind = "invalid_request_error"
+    if status == 429:
+        kind = "rate_limit_exceeded"
+    elif status >= 500:
+        kind = "server_error"
+    headers = dict(headers or {})
+    if retry_after is not None:
+        headers["retry-after"] = f"{retry_after:g}"
+    body = {"error": {"message": message, "type": kind, "param": None, "code": None}}
+    return JSONResponse(body, status_code=status, headers=headers)

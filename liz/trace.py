@@ -1,0 +1,210 @@
+"""What one turn did, as data: the LLM calls it made, the route, the facts, each step's time.
+
+Every call to ``AgentFramework.process`` fills a :class:`Trace` on ``res.trace``:
+
+>>> res = await framework.process(input, agent)
+>>> [call.messages for call in res.trace.llm_calls]   # exactly what the LLM was sent
+>>> res.trace.route                                   # which route, and why
+>>> [(f.text, f.score) for f in res.trace.recalled_facts]
+>>> [(s.step, s.own_ms) for s in res.trace.steps]
+
+The LLM client is shared by every request, so it does not hold the trace: while a
+turn runs, :func:`record_llm_call` finds it in a context variable that ``process``
+sets. Only calls made by the turn's own task are kept, so work the turn leaves
+behind (background learning) never writes into a trace already handed out.
+HTTP callers get the trace only when they ask (``?trace=1``, see the README).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from liz.pipeline import AgentRequest, AgentResponse
+    from liz.types import Middleware, Next
+
+RouteChosenBy = Literal["router", "only_route", "caller"]
+
+
+@dataclass(frozen=True)
+class LLMCall:
+    """One chat request, as sent: the step that made it, the model and every message."""
+
+    step: str | None
+    model: str
+    messages: list[dict[str, Any]]
+    streamed: bool
+    schema: str | None  # the structured answer's schema name; None for plain text
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "model": self.model,
+            "streamed": self.streamed,
+            "schema": self.schema,
+            "messages": self.messages,
+        }
+
+
+@dataclass
+class StepTiming:
+    """How long one middleware step took.
+
+    ``total_ms`` runs from entering the step to its return, the steps after it
+    (inside its ``next()``) included; ``own_ms`` leaves them out. ``depth`` is 1
+    and more for steps of a composition nested in another.
+    """
+
+    step: str
+    depth: int
+    total_ms: float = 0.0
+    own_ms: float = 0.0
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "depth": self.depth,
+            "totalMs": round(self.total_ms, 3),
+            "ownMs": round(self.own_ms, 3),
+        }
+
+
+@dataclass(frozen=True)
+class RouteTrace:
+    """The route that produced the reply and how it was picked.
+
+    ``chosen_by`` is ``router`` (the LLM picked among several, with its confidence
+    and reasoning), ``only_route`` (one route was open, no LLM was asked) or
+    ``caller`` (an internal caller named it, as the bot loop does).
+    """
+
+    name: str
+    chosen_by: RouteChosenBy
+    confidence: float | None = None
+    reasoning: str | None = None
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "chosenBy": self.chosen_by,
+            "confidence": self.confidence,
+            "reasoning": self.reasoning,
+        }
+
+
+@dataclass(frozen=True)
+class RecalledFact:
+    """A fact ``recall_facts`` put in the prompt, with its similarity to the input."""
+
+    id: str
+    text: str
+    score: float | None
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "text": self.text, "score": self.score}
+
+
+@dataclass
+class Trace:
+    """What one turn did. Filled while the chain runs; complete once ``process`` returns."""
+
+    steps: list[StepTiming] = field(default_factory=list)
+    llm_calls: list[LLMCall] = field(default_factory=list)
+    route: RouteTrace | None = None
+    recalled_facts: list[RecalledFact] = field(default_factory=list)
+    _active: list[str] = field(default_factory=list, repr=False)
+    _task: asyncio.Task[Any] | None = field(default=None, repr=False)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "llmCalls": [call.to_json_dict() for call in self.llm_calls],
+            "route": None if self.route is None else self.route.to_json_dict(),
+            "recalledFacts": [fact.to_json_dict() for fact in self.recalled_facts],
+            "steps": [step.to_json_dict() for step in self.steps],
+        }
+
+    async def run_step(
+        self, step: Middleware, req: AgentRequest, res: AgentResponse, next: Next
+    ) -> None:
+        """Run one step of a chain and time it (``compose`` calls this for every step)."""
+        timing = StepTiming(step_name(step), depth=len(self._active))
+        self.steps.append(timing)
+        downstream = 0.0
+
+        async def timed_next() -> None:
+            nonlocal downstream
+            name = self._active.pop()
+            started = time.perf_counter()
+            try:
+                await next()
+            finally:
+                downstream += time.perf_counter() - started
+                self._active.append(name)
+
+        self._active.append(timing.step)
+        started = time.perf_counter()
+        try:
+            await step(req, res, timed_next)
+        finally:
+            self._active.pop()
+            total = time.perf_counter() - started
+            timing.total_ms = total * 1000
+            timing.own_ms = (total - downstream) * 1000
+
+    @contextmanager
+    def recording(self) -> Iterator[Trace]:
+        """While the block runs, LLM calls made by this task are kept on this trace."""
+        self._task = asyncio.current_task()
+        token = _current.set(self)
+        try:
+            yield self
+        finally:
+            _current.reset(token)
+            self._task = None
+
+    def finish(self, req: AgentRequest, res: AgentResponse) -> None:
+        """Copy what the chain decided (route, recalled facts) from the request."""
+        self.recalled_facts = [RecalledFact(f.id, f.text, f.score) for f in req.facts]
+        if res.reply is None or res.reply.route is None:
+            return
+        choice = req.route_choice
+        if choice is not None and choice.route == res.reply.route:
+            self.route = RouteTrace(res.reply.route, "router", choice.confidence, choice.reasoning)
+        elif req.input.source.is_internal and req.input.route == res.reply.route:
+            self.route = RouteTrace(res.reply.route, "caller")
+        else:
+            self.route = RouteTrace(res.reply.route, "only_route")
+
+
+_current: ContextVar[Trace | None] = ContextVar("liz_trace", default=None)
+
+
+def record_llm_call(
+    model: str,
+    messages: list[dict[str, Any]],
+    *,
+    streamed: bool,
+    response_format: dict[str, Any] | None = None,
+) -> None:
+    """Keep a chat request on the running turn's trace; outside a turn, do nothing."""
+    trace = _current.get()
+    if trace is None or trace._task is not asyncio.current_task():
+        return
+    schema = None
+    if response_format is not None:
+        schema = response_format.get("json_schema", {}).get("name") or response_format.get("type")
+    step = trace._active[-1] if trace._active else None
+    trace.llm_calls.append(LLMCall(step, model, copy.deepcopy(messages), streamed, schema))
+
+
+def step_name(step: object) -> str:
+    """A step's name: ``router``; ``load_memories.load`` for the step ``load_memories()`` made."""
+    qualname = getattr(step, "__qualname__", None) or type(step).__qualname__
+    return str(qualname).replace(".<locals>", "")
