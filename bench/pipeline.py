@@ -331,7 +331,7 @@ def main() -> None:
     parser.add_argument("--databases", nargs="+", default=["sqlite", "postgres"])
     parser.add_argument("--sequential", type=int, default=200, help="requests one at a time")
     parser.add_argument("--concurrent", type=int, default=800, help="requests, 16 at once")
-    parser.add_argument("--rounds", type=int, default=4, help="servers take turns this often")
+    parser.add_argument("--rounds", type=int, default=8, help="servers take turns this often")
     parser.add_argument("--profile", type=Path, help="folder for py-spy profiles of liz")
     parser.add_argument("--compare", type=Path, help="also run liz from this checkout")
     parser.add_argument("--compare-label", help="its name in the table (default: folder)")

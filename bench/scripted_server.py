@@ -109,7 +109,7 @@ def scripted_server(dim: int = 256, log_dir: Path | None = None) -> Iterator[str
             stop(process)
 
 
-def wait_ready(url: str, process: subprocess.Popen[bytes], log: Path, timeout: float = 60) -> None:
+def wait_ready(url: str, process: subprocess.Popen[bytes], log: Path, timeout: float = 180) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
