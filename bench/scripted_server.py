@@ -103,7 +103,7 @@ def scripted_server(dim: int = 256, log_dir: Path | None = None) -> Iterator[str
             stderr=subprocess.STDOUT,
         )
         try:
-            wait_ready(f"http://127.0.0.1:{port}/_scripted/ready", process, log)
+            wait_ready(f"http://127.0.0.1:{port}/v1/models", process, log)
             yield f"http://127.0.0.1:{port}/v1"
         finally:
             stop(process)
