@@ -5,10 +5,10 @@
 
 The LLM and the embeddings come from the scripted server in-process, so the times
 are liz's own plus the SDK's HTTP round trip, not a model's. "add" is one full
-``MemoryStore.add`` (extraction, embedding, similar facts, reconcile call, one write
-transaction); "search" is ``MemoryStore.search`` (query embedding included);
+``FactStore.add`` (extraction, embedding, similar facts, reconcile call, one write
+transaction); "search" is ``FactStore.search`` (query embedding included);
 "index" is the hybrid search alone, given the query vector. The scope is filled
-with ``MemoryStore.apply`` in batches, untimed.
+with ``FactStore.apply`` in batches, untimed.
 """
 
 from __future__ import annotations
@@ -27,9 +27,10 @@ from typing import Any
 
 from liz.db.engine import create_engine, make_sessionmaker
 from liz.db.migrate import upgrade
-from liz.memory.search import hybrid_search
-from liz.memory.settings import MemorySettings
-from liz.memory.store import MemoryStore
+from liz.facts.search import hybrid_search
+from liz.facts.settings import FactSettings
+from liz.facts.store import FactStore
+from liz.facts.vectors import embed
 from liz.testing.openai_server import RecordedRequest, ScriptedOpenAI
 
 AGENT, USER = "bench-agent", "bench-user"
@@ -111,8 +112,8 @@ async def run_one(url: str, sizes: list[int], dim: int, rows: list[list[str]], n
     scripted.respond_with(responder(rng))
     engine = create_engine(url)
     async with scripted.llm_client() as llm:
-        store = MemoryStore(
-            make_sessionmaker(engine), llm, engine=engine, settings=MemorySettings(_env_file=None)
+        store = FactStore(
+            make_sessionmaker(engine), llm, engine=engine, settings=FactSettings(_env_file=None)
         )  # type: ignore[call-arg]
         stored = 0
         for size in sizes:
@@ -129,7 +130,7 @@ async def run_one(url: str, sizes: list[int], dim: int, rows: list[list[str]], n
                 await store.apply(batch, AGENT, USER)
                 stored += len(batch)
             queries = [" ".join(rng.sample(WORDS, 2)) for _ in range(200)]
-            vectors = await store.embed(queries)
+            vectors = await embed(llm, queries)
             await store.search(queries[0], AGENT, USER)  # warm caches and plans
             pending = iter(range(10**9))
 
