@@ -15,13 +15,12 @@ import itertools
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx
+from benchkit import stop, wait_ready
 
 REPLY = (
     "That sounds like a good plan. Start small, keep a note of what you learn each week, "
@@ -103,33 +102,10 @@ def scripted_server(dim: int = 256, log_dir: Path | None = None) -> Iterator[str
             stderr=subprocess.STDOUT,
         )
         try:
-            wait_ready(f"http://127.0.0.1:{port}/v1/models", process, log)
+            wait_ready(f"http://127.0.0.1:{port}/v1/models", process, log, timeout=180)
             yield f"http://127.0.0.1:{port}/v1"
         finally:
             stop(process)
-
-
-def wait_ready(url: str, process: subprocess.Popen[bytes], log: Path, timeout: float = 180) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"{process.args} exited early:\n{log.read_text()}")
-        try:
-            if httpx.get(url, timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.05)
-    raise RuntimeError(f"{url} did not answer within {timeout} s:\n{log.read_text()}")
-
-
-def stop(process: subprocess.Popen[bytes]) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
 
 
 def main() -> None:
