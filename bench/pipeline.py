@@ -80,6 +80,7 @@ class Result:
     p95: float
     rate: float
     p95_loaded: float
+    cpu_ms: float  # server CPU per turn under load
 
 
 SERVERS = (
@@ -177,6 +178,7 @@ class Load:
         self.one_at_a_time: list[float] = []
         self.loaded: list[float] = []
         self.loaded_seconds = 0.0
+        self.loaded_cpu = 0.0  # the servers' CPU seconds while loaded
 
     async def send(self, client: httpx.AsyncClient) -> float:
         number = self.sent
@@ -191,7 +193,12 @@ class Load:
         }
         url = f"{self.urls[number % len(self.urls)]}/agent/input"
         began = time.perf_counter()
-        response = await client.post(url, json=body)
+        try:
+            response = await client.post(url, json=body)
+        except (httpx.ReadError, httpx.RemoteProtocolError):
+            # The server closed an idle keep-alive connection as it was reused: again.
+            began = time.perf_counter()
+            response = await client.post(url, json=body)
         took = time.perf_counter() - began
         if response.status_code != 200:
             raise RuntimeError(f"{response.status_code} from {url}: {response.text[:300]}")
@@ -255,8 +262,10 @@ async def measure(
                 await settle(pids)
                 await load.sequential(client, args.sequential // args.rounds)
                 await settle(pids)
+                cpu = cpu_seconds(pids)
                 with py_spy(pids[0], profile):
                     await load.concurrent(client, args.concurrent // args.rounds)
+                load.loaded_cpu += cpu_seconds(pids) - cpu
     return loads
 
 
@@ -289,11 +298,13 @@ def run_database(kind: str, args: argparse.Namespace) -> list[Result]:
     for server, load in zip(servers(args), loads, strict=True):
         p50, p95 = p50_p95_ms(load.one_at_a_time)
         rate = len(load.loaded) / load.loaded_seconds
-        result = Result(server, p50, p95, rate, percentile(load.loaded, 0.95) * 1000)
+        cpu_ms = load.loaded_cpu / len(load.loaded) * 1000
+        result = Result(server, p50, p95, rate, percentile(load.loaded, 0.95) * 1000, cpu_ms)
         results.append(result)
         print(
             f"  {kind} {server.name}: p50 {p50:.1f} ms, p95 {p95:.1f} ms, "
-            f"{rate:.0f} req/s and p95 {result.p95_loaded:.0f} ms at {IN_FLIGHT} in flight",
+            f"{rate:.0f} req/s and p95 {result.p95_loaded:.0f} ms at {IN_FLIGHT} in flight, "
+            f"{cpu_ms:.1f} ms CPU per turn",
             flush=True,
         )
     return results
@@ -314,6 +325,7 @@ def table(kind: str, results: list[Result]) -> str:
                 cell(r.p95, floor.p95, 1),
                 cell(r.rate, floor.rate, 0),
                 cell(r.p95_loaded, floor.p95_loaded, 0),
+                cell(r.cpu_ms, floor.cpu_ms, 1),
             ]
         )
     processes = "two processes on one database" if kind == "postgres" else "one process"
@@ -323,6 +335,7 @@ def table(kind: str, results: list[Result]) -> str:
         "p95 ms",
         f"req/s, {IN_FLIGHT} in flight",
         f"p95 ms, {IN_FLIGHT} in flight",
+        "server CPU ms per turn",
     ]
     return markdown_table(header, rows)
 

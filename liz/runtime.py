@@ -9,7 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from liz.background import BackgroundTasks
 from liz.config import Settings
-from liz.db.engine import make_sessionmaker
+from liz.db.engine import make_read_sessionmaker, make_sessionmaker
 from liz.errors import LLMNotConfigured
 from liz.learning_queue.worker import LearningWorker
 from liz.types import Clock, SystemClock
@@ -31,11 +31,14 @@ class Runtime:
     facts: FactStore | None = None  # long-term facts about users; None without an LLM
     # One session per unit of work, from the one engine of this process.
     sessions: async_sessionmaker[AsyncSession] = field(init=False)
+    # Sessions that only read: on SQLite they never wait for a writer (a write fails).
+    reads: async_sessionmaker[AsyncSession] = field(init=False)
     # Learns facts from the queued messages (durable learning; started by open_runtime).
     learning: LearningWorker = field(init=False)
 
     def __post_init__(self) -> None:
         self.sessions = make_sessionmaker(self.engine)
+        self.reads = make_read_sessionmaker(self.engine)
         self.learning = LearningWorker(self)
 
     @property

@@ -14,7 +14,7 @@ def load_memories(limit: int = 100) -> Middleware:
         raise UsageError(f"load_memories(limit={limit}): limit must be at least 1")
 
     async def load(req: AgentRequest, res: AgentResponse, next: Next) -> None:
-        async with req.runtime.sessions() as session:
+        async with req.runtime.reads() as session:
             req.memories = await recent_memories(
                 session, user_id=req.input.user_id, agent_id=req.input.agent_id, limit=limit
             )

@@ -164,7 +164,7 @@ def test_schema_prisma_declares_liz_core_tables() -> None:
     assert list(memory.columns) == [
         "id", "userId", "agentId", "roomId", "content", "type", "generator", "createdAt"
     ]  # fmt: skip
-    assert memory.indexes == {("roomId",), ("userId", "agentId"), ("type",)}
+    assert memory.indexes == {("roomId",), ("userId", "agentId", "createdAt"), ("type",)}
     assert tweet.primary_key == ("id",)
     assert {c for c, optional in tweet.columns.items() if optional} == {
         "conversationId", "inReplyToId", "permanentUrl"

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
+import weakref
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event
-from sqlalchemy.engine import make_url
+from sqlalchemy import Engine, event
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from sqlalchemy.ext.asyncio import create_async_engine as _create_async_engine
 from sqlalchemy.pool import NullPool
@@ -28,10 +29,12 @@ def create_engine(
     """Create the process's engine for `url` (any form `normalize_database_url` accepts).
 
     SQLite: WAL journal (readers never wait for the writer), ``busy_timeout``,
-    ``foreign_keys=ON``, ``synchronous=NORMAL``, and every transaction opened with
-    ``BEGIN IMMEDIATE`` so concurrent writers queue for the write lock instead of
-    failing with "database is locked" when a read transaction tries to upgrade
-    (the cost: sessions on one SQLite file run one at a time).
+    ``foreign_keys=ON``, ``synchronous=NORMAL``. A file gets one connection for the
+    sessions that may write, each transaction opened with ``BEGIN IMMEDIATE``: the
+    process's writers queue for it in the process (first come, first served, for up
+    to ``db_pool_timeout``), and only writers in other processes wait in SQLite's
+    busy handler. Sessions that only read use :func:`read_engine`'s connections and
+    never wait for a writer.
 
     PostgreSQL (asyncpg): a pool sized by ``db_pool_size``, ``db_max_overflow`` and
     ``db_pool_timeout`` from `settings`, with ``pool_pre_ping`` so connections the
@@ -45,11 +48,16 @@ def create_engine(
     if not pooled:
         kwargs["poolclass"] = NullPool
     if normalized.get_backend_name() == "sqlite":
-        if normalized.database and normalized.database != ":memory:":
+        file = _is_sqlite_file(normalized)
+        if file:
             # As Prisma does: a new SQLite file may live in a folder that does not exist yet.
-            Path(normalized.database).parent.mkdir(parents=True, exist_ok=True)
+            Path(str(normalized.database)).parent.mkdir(parents=True, exist_ok=True)
+        if pooled and file:
+            kwargs.update(pool_size=1, max_overflow=0, pool_timeout=settings.db_pool_timeout)
         engine = _create_async_engine(normalized, **kwargs)
-        _tune_sqlite(engine)
+        _tune_sqlite(engine, begin="BEGIN IMMEDIATE")
+        if pooled and file:
+            _add_reader(engine, normalized, settings)
     else:
         normalized, connect_args = asyncpg_connect_args(normalized)
         if pooled:
@@ -64,7 +72,47 @@ def create_engine(
     return engine
 
 
-def _tune_sqlite(engine: AsyncEngine) -> None:
+def _is_sqlite_file(url: URL) -> bool:
+    """False for the in-memory databases (``:memory:``, ``file::memory:``, ``mode=memory``)."""
+    database = url.database or ""
+    in_memory = database in ("", ":memory:") or database.startswith("file::memory:")
+    return not in_memory and url.query.get("mode") != "memory"
+
+
+# The read-only engine of each SQLite file engine (see read_engine), disposed with it.
+_readers: weakref.WeakKeyDictionary[Engine, AsyncEngine] = weakref.WeakKeyDictionary()
+
+
+def read_engine(engine: AsyncEngine) -> AsyncEngine:
+    """The engine for sessions that only read.
+
+    For a SQLite file: a pool of read-only connections of its own, whose
+    transactions start deferred, so reads never queue behind the writer (WAL gives
+    each one the last committed state). Anything else: ``engine`` itself.
+    """
+    return _readers.get(engine.sync_engine, engine)
+
+
+def _add_reader(engine: AsyncEngine, url: URL, settings: Settings) -> None:
+    # Every connection is kept: opening one (a thread, the pragmas) costs more than a read.
+    reader = _create_async_engine(
+        url,
+        echo=settings.db_echo,
+        pool_size=settings.db_pool_size + settings.db_max_overflow,
+        max_overflow=0,
+        pool_timeout=settings.db_pool_timeout,
+    )
+    _tune_sqlite(reader, begin="BEGIN", read_only=True)
+    _readers[engine.sync_engine] = reader
+
+    @event.listens_for(engine.sync_engine, "engine_disposed")
+    def _dispose_reader(_engine: Any) -> None:
+        # AsyncEngine.dispose runs this in its greenlet, where the reader's async
+        # connections can still be closed.
+        reader.sync_engine.dispose()
+
+
+def _tune_sqlite(engine: AsyncEngine, *, begin: str, read_only: bool = False) -> None:
     @event.listens_for(engine.sync_engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         # Take transaction control from Python's sqlite3 module, which would
@@ -76,22 +124,28 @@ def _tune_sqlite(engine: AsyncEngine) -> None:
             cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
             cursor.execute("PRAGMA foreign_keys=ON")
             cursor.execute("PRAGMA synchronous=NORMAL")
+            if read_only:
+                cursor.execute("PRAGMA query_only=ON")
         finally:
             cursor.close()
 
     @event.listens_for(engine.sync_engine, "begin")
     def _on_begin(connection: Any) -> None:
         # A deferred transaction that reads and then writes fails at once with
-        # SQLITE_BUSY when another writer got in between (busy_timeout does not
-        # apply to that upgrade). IMMEDIATE takes the write lock up front and
-        # waits for it. A session cannot say in advance whether it will write, so
-        # read-only sessions queue too: short waits, never a failed write.
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        # SQLITE_BUSY when another process's writer got in between (busy_timeout
+        # does not apply to that upgrade). IMMEDIATE takes the write lock up front
+        # and waits for it. Read-only connections begin deferred: they never write.
+        connection.exec_driver_sql(begin)
 
 
 def make_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
     """The process's session factory: one session per unit of work."""
     return async_sessionmaker(engine, expire_on_commit=False)
+
+
+def make_read_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
+    """Sessions that only read (see :func:`read_engine`); a write in one fails on SQLite."""
+    return async_sessionmaker(read_engine(engine), expire_on_commit=False)
 
 
 def dialect_name(engine: AsyncEngine) -> str:

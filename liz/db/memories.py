@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -52,8 +53,9 @@ async def recent_memories(
     """
     if limit <= 0:
         return []
-    rows = await session.scalars(
-        select(MemoryRecord)
+    # Plain rows, not ORM objects: every turn reads up to 100 of them.
+    rows = await session.execute(
+        select(*_MEMORY_COLUMNS)
         .where(MemoryRecord.user_id == user_id, MemoryRecord.agent_id == agent_id)
         .order_by(MemoryRecord.created_at.desc(), MemoryRecord.id.desc())
         .limit(limit)
@@ -66,28 +68,41 @@ async def recent_memories(
     return memories
 
 
-def _to_memory(row: MemoryRecord) -> Memory | None:
+_MEMORY_COLUMNS = (
+    MemoryRecord.id,
+    MemoryRecord.user_id,
+    MemoryRecord.agent_id,
+    MemoryRecord.room_id,
+    MemoryRecord.content,
+    MemoryRecord.type,
+    MemoryRecord.generator,
+    MemoryRecord.created_at,
+)
+
+
+def _to_memory(row: Sequence[Any]) -> Memory | None:
+    id, user_id, agent_id, room_id, text, type, generator, created_at = row
     try:
-        content = json.loads(row.content)
+        content = json.loads(text)
     except (TypeError, ValueError):
-        logger.warning("skipping memory %s: its content is not valid JSON", row.id)
+        logger.warning("skipping memory %s: its content is not valid JSON", id)
         return None
     if not isinstance(content, dict):
-        logger.warning("skipping memory %s: its content is JSON but not an object", row.id)
+        logger.warning("skipping memory %s: its content is JSON but not an object", id)
         return None
     try:
         return Memory(
-            id=row.id,
-            user_id=row.user_id,
-            agent_id=row.agent_id,
-            room_id=row.room_id,
+            id=id,
+            user_id=user_id,
+            agent_id=agent_id,
+            room_id=room_id,
             content=content,
-            type=row.type,
-            generator=row.generator,  # pydantic checks it is "llm" or "external"
-            created_at=row.created_at,
+            type=type,
+            generator=generator,  # pydantic checks it is "llm" or "external"
+            created_at=created_at,
         )
     except ValidationError as exc:
-        logger.warning("skipping memory %s: %s", row.id, exc)
+        logger.warning("skipping memory %s: %s", id, exc)
         return None
 
 

@@ -46,7 +46,8 @@ class MemoryRecord(Base):
     __tablename__ = "Memory"
     __table_args__ = (
         Index(None, "roomId"),
-        Index(None, "userId", "agentId"),
+        # The recent conversation, newest first (liz.db.memories.recent_memories).
+        Index(None, "userId", "agentId", "createdAt"),
         Index(None, "type"),
     )
 
