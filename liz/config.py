@@ -37,6 +37,9 @@ class Settings(BaseSettings):
     # Seconds one HTTP request may take from start to answer (504 after); 0 turns it off.
     liz_request_timeout: float = Field(default=120.0, ge=0)
     liz_prompts_dir: str | None = None
+    # Estimated tokens (liz.tokens) the previous conversation may take in a prompt: the
+    # oldest messages are left out first. 0: no budget, the last 100 messages, as Liz.
+    liz_context_tokens: int = Field(default=4000, ge=0)
     # The folder of agents served when no app is named (default: the bundled agents).
     liz_agents_dir: str | None = None
     # Browser origins allowed to call the HTTP API (CORS), comma-separated; none by default.
