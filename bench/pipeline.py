@@ -91,9 +91,7 @@ SERVERS = (
 
 
 def facts_env(enabled: bool) -> dict[str, str]:
-    # Both names: the facts settings are LIZ_MEMORY_* now and LIZ_FACTS_* after the rename.
-    value = "true" if enabled else "false"
-    return {"LIZ_MEMORY_ENABLED": value, "LIZ_FACTS_ENABLED": value}
+    return {"LIZ_FACTS_ENABLED": "true" if enabled else "false"}
 
 
 async def seed(url: str) -> None:
@@ -159,6 +157,8 @@ def start(
                     "OPENAI_BASE_URL": llm_url,
                     "OPENAI_API_KEY": "bench",
                     "LIZ_LLM_MAX_RETRIES": "0",
+                    # Liz's rule, as the floor does it: the last 100 messages, whatever their length.
+                    "LIZ_CONTEXT_TOKENS": "0",
                     **facts_env(server.facts),
                 }
                 if server.source is not None:

@@ -8,11 +8,12 @@ from datetime import UTC, datetime
 
 import pytest
 from sqlalchemy import func, select, text
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from liz.config import Settings
-from liz.db.engine import create_engine, dialect_name, make_sessionmaker
+from liz.db.engine import create_engine, dialect_name, make_read_sessionmaker, make_sessionmaker
 from liz.db.memories import count_memories, insert_memory
 from liz.db.models import MemoryRecord
 from liz.types import Memory
@@ -128,3 +129,68 @@ async def test_libpq_style_options_connect(database_url: str) -> None:
             assert await connection.scalar(text("SELECT 1")) == 1
     finally:
         await engine.dispose()
+
+
+def _said(text: str) -> Memory:
+    return Memory(
+        user_id="ada", agent_id="liz", room_id="r", type="text", generator="external",
+        content={"text": text}, created_at=datetime.now(UTC),
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+async def test_sqlite_reads_go_on_while_a_writer_holds_its_transaction(
+    engine: AsyncEngine, sessions: async_sessionmaker[AsyncSession]
+) -> None:
+    reads = make_read_sessionmaker(engine)
+    async with sessions() as setup, setup.begin():
+        await insert_memory(setup, _said("committed"))
+    async with sessions() as writer, writer.begin():
+        await insert_memory(writer, _said("not yet committed"))
+        # The writer holds the file's write lock; a read neither waits nor sees its row.
+        async with reads() as reader:
+            assert await count_memories(reader, user_id="ada") == 1
+    async with reads() as reader:
+        assert await count_memories(reader, user_id="ada") == 2
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+async def test_sqlite_read_sessions_refuse_to_write(engine: AsyncEngine) -> None:
+    reads = make_read_sessionmaker(engine)
+    with pytest.raises(OperationalError, match="readonly"):
+        async with reads() as reader, reader.begin():
+            await insert_memory(reader, _said("sneaked in"))
+    async with reads() as reader:
+        assert await count_memories(reader, user_id="ada") == 0
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+async def test_sqlite_writer_cancelled_mid_transaction_leaves_nothing_and_blocks_no_one(
+    sessions: async_sessionmaker[AsyncSession],
+) -> None:
+    # A request cut off by its deadline while it holds the one writing connection.
+    holding = asyncio.Event()
+
+    async def cut_off_writer() -> None:
+        async with sessions() as session, session.begin():
+            await insert_memory(session, _said("cut off"))
+            holding.set()
+            await asyncio.Event().wait()
+
+    async def queued_writer(text: str) -> None:
+        async with sessions() as session, session.begin():
+            await insert_memory(session, _said(text))
+
+    cut = asyncio.create_task(cut_off_writer())
+    await holding.wait()
+    waiting = [asyncio.create_task(queued_writer(f"queued {n}")) for n in range(3)]
+    await asyncio.sleep(0)  # they queue for the connection
+    waiting[1].cancel()  # one gives up while queued
+    cut.cancel()
+    outcomes = await asyncio.gather(cut, *waiting, return_exceptions=True)
+    assert [type(o).__name__ for o in outcomes] == [
+        "CancelledError", "NoneType", "CancelledError", "NoneType"
+    ]  # fmt: skip
+    async with sessions() as session:
+        rows = await session.scalars(select(MemoryRecord.content))
+        assert sorted(rows) == ['{"text": "queued 0"}', '{"text": "queued 2"}']

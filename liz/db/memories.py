@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pydantic import ValidationError
-from sqlalchemy import func, select
+from sqlalchemy import func, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from liz.db.models import MemoryRecord
@@ -27,20 +27,23 @@ _FILTER_COLUMNS = {
 
 
 async def insert_memory(session: AsyncSession, memory: Memory) -> None:
-    """Add `memory` to the session; the caller commits."""
-    session.add(
-        MemoryRecord(
-            id=memory.id,
-            user_id=memory.user_id,
-            agent_id=memory.agent_id,
-            room_id=memory.room_id,
-            content=json.dumps(memory.content, ensure_ascii=False),
-            type=memory.type,
-            generator=memory.generator,
-            created_at=memory.created_at,
-        )
+    """Insert `memory` in the session's transaction; the caller commits."""
+    # A plain INSERT, not the ORM's unit of work: two of these run in every turn.
+    await session.execute(
+        insert(MemoryRecord),
+        [
+            {
+                "id": memory.id,
+                "user_id": memory.user_id,
+                "agent_id": memory.agent_id,
+                "room_id": memory.room_id,
+                "content": json.dumps(memory.content, ensure_ascii=False),
+                "type": memory.type,
+                "generator": memory.generator,
+                "created_at": memory.created_at,
+            }
+        ],
     )
-    await session.flush()
 
 
 async def recent_memories(
