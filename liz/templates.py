@@ -78,6 +78,8 @@ class PromptTemplates:
             lstrip_blocks=True,
             keep_trailing_newline=False,
             finalize=neutralize,
+            # Templates are read once per process, not checked on disk at every render.
+            auto_reload=False,
         )
 
     def render(self, name: str, /, **values: Any) -> PromptText:
