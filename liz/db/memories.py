@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pydantic import ValidationError
-from sqlalchemy import func, insert, select
+from sqlalchemy import Table, bindparam, func, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from liz.db.models import MemoryRecord
@@ -26,23 +26,42 @@ _FILTER_COLUMNS = {
 }
 
 
+# Every turn reads up to 100 memories and writes two: these statements are built once,
+# on the table rather than the ORM class (the ORM's per-statement work cost more than
+# SQLite's), and rows are read as plain tuples.
+_MEMORY: Table = MemoryRecord.__table__  # type: ignore[assignment]
+_INSERT = insert(_MEMORY)
+_RECENT = (
+    select(
+        _MEMORY.c.id,
+        _MEMORY.c.userId,
+        _MEMORY.c.agentId,
+        _MEMORY.c.roomId,
+        _MEMORY.c.content,
+        _MEMORY.c.type,
+        _MEMORY.c.generator,
+        _MEMORY.c.createdAt,
+    )
+    .where(_MEMORY.c.userId == bindparam("user_id"), _MEMORY.c.agentId == bindparam("agent_id"))
+    .order_by(_MEMORY.c.createdAt.desc(), _MEMORY.c.id.desc())
+    .limit(bindparam("limit"))
+)
+
+
 async def insert_memory(session: AsyncSession, memory: Memory) -> None:
     """Insert `memory` in the session's transaction; the caller commits."""
-    # A plain INSERT, not the ORM's unit of work: two of these run in every turn.
     await session.execute(
-        insert(MemoryRecord),
-        [
-            {
-                "id": memory.id,
-                "user_id": memory.user_id,
-                "agent_id": memory.agent_id,
-                "room_id": memory.room_id,
-                "content": json.dumps(memory.content, ensure_ascii=False),
-                "type": memory.type,
-                "generator": memory.generator,
-                "created_at": memory.created_at,
-            }
-        ],
+        _INSERT,
+        {
+            "id": memory.id,
+            "userId": memory.user_id,
+            "agentId": memory.agent_id,
+            "roomId": memory.room_id,
+            "content": json.dumps(memory.content, ensure_ascii=False),
+            "type": memory.type,
+            "generator": memory.generator,
+            "createdAt": memory.created_at,
+        },
     )
 
 
@@ -56,12 +75,8 @@ async def recent_memories(
     """
     if limit <= 0:
         return []
-    # Plain rows, not ORM objects: every turn reads up to 100 of them.
     rows = await session.execute(
-        select(*_MEMORY_COLUMNS)
-        .where(MemoryRecord.user_id == user_id, MemoryRecord.agent_id == agent_id)
-        .order_by(MemoryRecord.created_at.desc(), MemoryRecord.id.desc())
-        .limit(limit)
+        _RECENT, {"user_id": user_id, "agent_id": agent_id, "limit": limit}
     )
     memories = []
     for row in rows:
@@ -69,18 +84,6 @@ async def recent_memories(
         if memory is not None:
             memories.append(memory)
     return memories
-
-
-_MEMORY_COLUMNS = (
-    MemoryRecord.id,
-    MemoryRecord.user_id,
-    MemoryRecord.agent_id,
-    MemoryRecord.room_id,
-    MemoryRecord.content,
-    MemoryRecord.type,
-    MemoryRecord.generator,
-    MemoryRecord.created_at,
-)
 
 
 def _to_memory(row: Sequence[Any]) -> Memory | None:
