@@ -157,7 +157,7 @@ def start(
                     "OPENAI_BASE_URL": llm_url,
                     "OPENAI_API_KEY": "bench",
                     "LIZ_LLM_MAX_RETRIES": "0",
-                    # Liz's rule, as the floor does it: the last 100 messages, whatever their length.
+                    # Liz's rule, as the floor's: the last 100 messages, whatever their length.
                     "LIZ_CONTEXT_TOKENS": "0",
                     **facts_env(server.facts),
                 }
