@@ -196,9 +196,9 @@ def open_fact_store(sessions: Any, llm: LLMClient, engine: Any) -> Any:
 class PrecomputedEmbeddings(LLMClient):
     """For seeding only: the scripted server's vectors, computed here once for both systems."""
 
-    vectors: dict[str, list[float]]
+    vectors: dict[str, np.ndarray]
 
-    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+    async def embed_float32(self, texts: Sequence[str]) -> list[np.ndarray]:
         return [self.vectors[text] for text in texts]
 
 
@@ -235,7 +235,7 @@ async def run_liz(
             while stored < size:
                 end = min(size, stored + SEED_BATCH)
                 seeding.vectors = {
-                    t: vectors[i].tolist() for i, t in enumerate(texts[stored:end], stored)
+                    t: vectors[i] for i, t in enumerate(texts[stored:end], stored)
                 }
                 batch = [
                     {"op": "add", "text": t, "categories": ["bench", "seed"]}

@@ -46,4 +46,4 @@ def for_storage(vector: Vector, dialect: str) -> Any:
 
 async def embed(llm: LLMClient, texts: Sequence[str]) -> list[Vector]:
     """Unit-length embeddings of ``texts`` by the LLM's embedding model, as stored and compared."""
-    return [as_unit_vector(vector) for vector in await llm.embed(list(texts))]
+    return [as_unit_vector(vector) for vector in await llm.embed_float32(list(texts))]
