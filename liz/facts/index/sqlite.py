@@ -28,7 +28,7 @@ from liz.facts.index.protocol import (
     model_bounds,
 )
 from liz.facts.index.sqlite_cache import ScopeCache, ScopeVectors
-from liz.facts.vectors import Vector, from_stored, rounded
+from liz.facts.vectors import Vector, from_stored, rounded, similarities_to
 
 # Built once, not for every write or search.
 _SCOPE_VECTORS = text(
@@ -93,7 +93,7 @@ class SqliteFactIndex:
         vectors = await self._vectors(session, scope, model, query.size)
         if not vectors.ids:
             return []
-        scores = np.round(vectors.matrix @ query, 6)
+        scores = np.round(similarities_to(vectors.matrix, query), 6)
         fetch = limit + TIE_MARGIN
         exhausted = len(scores) < fetch
         top = range(len(scores)) if exhausted else np.argpartition(-scores, fetch - 1)[:fetch]
