@@ -17,6 +17,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from liz.db.engine import make_read_sessionmaker
 from liz.db.vector_support import require_pgvector
 from liz.errors import InputError, NotFound
 from liz.facts.batch import apply_batch
@@ -59,6 +60,8 @@ class FactStore:
         templates: PromptTemplates | None = None,
     ) -> None:
         self.sessions = sessions
+        # Searches and lists read here: on SQLite they never wait for the writer.
+        self.reads = make_read_sessionmaker(engine)
         self.llm = llm
         self.engine = engine
         self.clock = clock or SystemClock()
@@ -114,6 +117,7 @@ class FactStore:
                 extracted,
                 self._context(scope, "llm", source_memory_id, on_commit),
                 sessions=self.sessions,
+                reads=self.reads,
                 index=self.index,
                 llm=self.llm,
                 templates=self.templates,
@@ -142,7 +146,7 @@ class FactStore:
             # Outside the session: a PostgreSQL index build takes a second pooled connection,
             # and searches all holding one while waiting for another would drain the pool.
             await self.index.prepare_dimension(int(vector.size))
-            async with self.sessions() as session:
+            async with self.reads() as session:
                 return await hybrid_search(
                     session,
                     self.index,
@@ -157,7 +161,7 @@ class FactStore:
     async def get(self, fact_id: str, agent_id: str, user_id: str) -> Fact | None:
         """One fact of this agent and user (retired ones too), or None."""
         with database_errors():
-            async with self.sessions() as session:
+            async with self.reads() as session:
                 found = await records_by_id(session, (agent_id, user_id), [fact_id])
         record = found.get(fact_id)
         return to_fact(record) if record is not None else None
@@ -165,7 +169,7 @@ class FactStore:
     async def history(self, fact_id: str, agent_id: str, user_id: str) -> list[HistoryEntry]:
         """Every change to one fact, oldest first; :class:`NotFound` for an unknown fact."""
         with database_errors():
-            async with self.sessions() as session:
+            async with self.reads() as session:
                 entries = await fact_history(session, (agent_id, user_id), fact_id)
         if not entries:
             raise NotFound(f"no fact {fact_id!r} for agent {agent_id!r} and user {user_id!r}")
@@ -174,7 +178,7 @@ class FactStore:
     async def as_of(self, moment: datetime, agent_id: str, user_id: str) -> list[Fact]:
         """What the store believed about the user at ``moment``, with the text of then."""
         with database_errors():
-            async with self.sessions() as session:
+            async with self.reads() as session:
                 return await facts_as_of(session, (agent_id, user_id), moment)
 
     async def apply(
@@ -293,7 +297,7 @@ class FactStore:
                 f"limit must be at least 1 and offset at least 0, got {limit} and {offset}"
             )
         with database_errors():
-            async with self.sessions() as session:
+            async with self.reads() as session:
                 return await list_facts(
                     session,
                     (agent_id, user_id),

@@ -63,7 +63,7 @@ class SqliteFactIndex:
     async def _vectors(
         self, session: AsyncSession, scope: Scope, model: str, dimension: int
     ) -> ScopeVectors:
-        await self._cache.refresh(session)
+        mark = await self._cache.refresh(session)
         bounds = await model_bounds(session, scope)
         await check_models(session, scope, bounds, model, dimension)
         cached = self._cache.get(scope)
@@ -77,7 +77,7 @@ class SqliteFactIndex:
         else:
             matrix = np.zeros((0, dimension), dtype=np.float32)
         loaded = ScopeVectors(ids, [row[2] for row in rows], matrix, bounds)
-        self._cache.put(scope, loaded)
+        self._cache.put(scope, loaded, mark)
         return loaded
 
     async def vector_candidates(
