@@ -234,9 +234,7 @@ async def run_liz(
         for size in sizes:
             while stored < size:
                 end = min(size, stored + SEED_BATCH)
-                seeding.vectors = {
-                    t: vectors[i] for i, t in enumerate(texts[stored:end], stored)
-                }
+                seeding.vectors = {t: vectors[i] for i, t in enumerate(texts[stored:end], stored)}
                 batch = [
                     {"op": "add", "text": t, "categories": ["bench", "seed"]}
                     for t in texts[stored:end]
