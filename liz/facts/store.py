@@ -11,6 +11,8 @@ each operation the values it needs; no module it calls reaches back into it.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -40,7 +42,7 @@ from liz.facts.reindex import reindex_facts
 from liz.facts.scope_writes import ScopeWrites, database_errors
 from liz.facts.search import hybrid_search
 from liz.facts.settings import FactSettings
-from liz.facts.vectors import embed
+from liz.facts.vectors import Vector, embed
 from liz.llm import LLMClient
 from liz.templates import PromptTemplates
 from liz.types import Clock, SystemClock
@@ -71,6 +73,7 @@ class FactStore:
         self.index: FactIndex = open_index(engine, cache_scopes=self.settings.cache_scopes)
         self._writes = ScopeWrites(self.clock)
         self._ready = False
+        self._dimensions: set[int] = set()  # embedding sizes the index is ready for
 
     async def check(self) -> None:
         """Raise :class:`StorageError` if the database cannot hold facts (no pgvector)."""
@@ -141,22 +144,38 @@ class FactStore:
         if limit < 1:
             raise InputError(f"limit must be at least 1, got {limit}")
         await self.check()
+        floor = self.settings.search_threshold if threshold is None else threshold
+        # The embedding's round trip overlaps the session's first reads (hybrid_search).
+        embedding = asyncio.ensure_future(self._query_vector(query))
+        try:
+            with database_errors():
+                if not self._dimensions:
+                    # Outside the session: a PostgreSQL index build takes a second pooled
+                    # connection, and searches all holding one while waiting for another
+                    # would drain the pool. Once a dimension is ready, that never happens.
+                    await embedding
+                async with self.reads() as session:
+                    return await hybrid_search(
+                        session,
+                        self.index,
+                        (agent_id, user_id),
+                        query,
+                        embedding,
+                        model=self.llm.embedding_model,
+                        limit=limit,
+                        threshold=floor,
+                    )
+        finally:
+            if not embedding.done():
+                embedding.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await embedding
+
+    async def _query_vector(self, query: str) -> Vector:
         (vector,) = await embed(self.llm, [query])
-        with database_errors():
-            # Outside the session: a PostgreSQL index build takes a second pooled connection,
-            # and searches all holding one while waiting for another would drain the pool.
-            await self.index.prepare_dimension(int(vector.size))
-            async with self.reads() as session:
-                return await hybrid_search(
-                    session,
-                    self.index,
-                    (agent_id, user_id),
-                    query,
-                    vector,
-                    model=self.llm.embedding_model,
-                    limit=limit,
-                    threshold=self.settings.search_threshold if threshold is None else threshold,
-                )
+        await self.index.prepare_dimension(int(vector.size))
+        self._dimensions.add(int(vector.size))
+        return vector
 
     async def get(self, fact_id: str, agent_id: str, user_id: str) -> Fact | None:
         """One fact of this agent and user (retired ones too), or None."""
