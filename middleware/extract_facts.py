@@ -50,6 +50,7 @@ def extract_facts(attempts: int | None = None, wait_seconds: float = 2.0) -> Mid
                 exchange,
                 attempts=attempts or facts.settings.extract_attempts,
                 wait_seconds=wait_seconds,
+                user=(req.input.agent_id, req.input.user_id),
             ),
             name=f"extract_facts:{req.input.agent_id}:{req.input.user_id}",
         )

@@ -8,7 +8,9 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from liz.db.engine import create_engine, make_sessionmaker
@@ -219,3 +221,31 @@ async def test_a_word_with_sharp_s_is_found_by_its_exact_spelling(
     await seed(store, scripted, fact("User lives on Hauptstraße 5"), fact("User likes tea"))
     found = await store.search("Hauptstraße", AGENT, USER, threshold=0.99)  # keywords only
     assert [f.text for f in found] == ["User lives on Hauptstraße 5"]
+
+
+async def test_a_search_on_a_snapshot_older_than_a_write_does_not_hide_that_write_later(
+    store: FactStore,
+    sessions: async_sessionmaker[AsyncSession],
+    engine: AsyncEngine,
+    llm: LLMClient,
+) -> None:
+    # Searches read beside the writer, each on its own snapshot (SQLite): one that
+    # began before this store's write and read the scope's vectors after it must not
+    # leave the store's memory of them without that write.
+    elsewhere = FactStore(sessions, llm, engine=engine, settings=fact_settings())
+    await elsewhere.apply([{"op": "add", "text": "User likes tea"}], AGENT, USER)
+    [query] = await llm.embed_float32(["tea"])
+    async with store.reads() as older, older.begin():
+        await older.execute(text('SELECT count(*) FROM "Fact"'))  # its snapshot begins
+        await store.apply([{"op": "add", "text": "User likes green tea"}], AGENT, USER)
+        await store.index.vector_candidates(
+            older,
+            (AGENT, USER),
+            query / np.linalg.norm(query),
+            model=llm.embedding_model,
+            limit=10,
+            threshold=0.0,
+        )
+    # No word in common: only the vectors can find them (any similarity counts).
+    found = await store.search("coffee", AGENT, USER, threshold=-1.0)
+    assert sorted(f.text for f in found) == ["User likes green tea", "User likes tea"]

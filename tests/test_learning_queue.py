@@ -258,3 +258,17 @@ def liz_facts(*args: str, database_url: str, cwd: Path) -> subprocess.CompletedP
         text=True,
         timeout=120,
     )
+
+
+async def test_a_users_messages_said_in_a_row_are_all_learned_right_away_in_order(
+    world: World, engine: AsyncEngine
+) -> None:
+    said = ["I keep bees", "Olives taste awful", "My dog is Rex", "Turku is home", "Nights suit me"]
+    for text in said:  # each turn comes while the earlier ones are still being learned
+        res = await world.say("ann", text)
+        assert res.reply is not None
+    await world.settle()  # no clock time passes: no poll of the queue helps
+    assert world.brain.learned_from == said
+    assert sorted(await world.facts_of("ann")) == sorted(fact_text(text) for text in said)
+    assert sorted((await learned_counts(engine)).values()) == [1] * len(said)
+    assert await backlog_of(world) == {"pending": 0, "failed": 0, "oldestPendingSeconds": None}

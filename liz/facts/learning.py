@@ -32,17 +32,22 @@ async def learn_facts(
     context: WriteContext,
     *,
     sessions: async_sessionmaker[AsyncSession],
+    reads: async_sessionmaker[AsyncSession],
     index: FactIndex,
     llm: LLMClient,
     templates: PromptTemplates,
     settings: FactSettings,
 ) -> list[FactEvent]:
-    """Deduplicate, reconcile with the LLM and write one add's facts in one transaction."""
+    """Deduplicate, reconcile with the LLM and write one add's facts in one transaction.
+
+    What it reads to plan goes through ``reads`` (beside the writer); the commit
+    checks the plan again under the write lock.
+    """
     scope = context.scope
     unique: dict[str, ExtractedFact] = {}
     for fact in extracted:
         unique.setdefault(fact_hash(fact.text), fact)
-    async with sessions() as session:
+    async with reads() as session:
         known = await active_by_hash(session, scope, list(unique))
     # Exact duplicates never reach the LLM: they are reported with the stored id.
     events = [
@@ -59,7 +64,7 @@ async def learn_facts(
     ]
     # Before the session: a PostgreSQL index build takes a connection of its own.
     await index.prepare_dimension(int(new_facts[0].vector.size))
-    async with sessions() as session:
+    async with reads() as session:
         similar = await _similar(session, index, scope, new_facts, llm.embedding_model, settings)
     if not similar:
         changes = add_all(new_facts, "nothing similar was stored")

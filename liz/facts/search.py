@@ -12,7 +12,7 @@ so keyword search costs the same in a scope of a hundred facts or a million.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -37,7 +37,7 @@ async def hybrid_search(
     index: FactIndex,
     scope: Scope,
     query_text: str,
-    query_vector: Vector,
+    query_vector: Awaitable[Vector],
     *,
     model: str,
     limit: int,
@@ -46,15 +46,17 @@ async def hybrid_search(
     """The scope's best active facts for a query, best first, each with its similarity.
 
     Vector hits count only at or above ``threshold``; keyword hits count whatever
-    their similarity (that is their point).
+    their similarity (that is their point). The keywords are looked up while
+    ``query_vector`` (the query's embedding, usually a round trip away) is awaited.
     """
     candidates = max(limit * CANDIDATE_FACTOR, MIN_CANDIDATES)
-    by_vector = await index.vector_candidates(
-        session, scope, query_vector, model=model, limit=candidates, threshold=threshold
-    )
     terms = keyword_terms(query_text)
     matches = await index.term_matches(
         session, scope, terms, cap=max(COMMON_WORD_FACTS, candidates)
+    )
+    vector = await query_vector
+    by_vector = await index.vector_candidates(
+        session, scope, vector, model=model, limit=candidates, threshold=threshold
     )
     hashes = {
         fact_id: fact_hash(text) for hits in matches.values() for fact_id, text in hits.items()
@@ -64,9 +66,7 @@ async def hybrid_search(
     similarities = {fact_id: similarity for fact_id, similarity, _ in by_vector}
     missing = [fact_id for fact_id in by_keyword if fact_id not in similarities]
     if missing:
-        similarities.update(
-            await index.similarities(session, scope, missing, query_vector, model=model)
-        )
+        similarities.update(await index.similarities(session, scope, missing, vector, model=model))
     ranked_by_vector = [fact_id for fact_id, _, _ in by_vector]
     chosen = fuse([ranked_by_vector, by_keyword], similarities, hashes, limit=limit)
     records = await records_by_id(session, scope, chosen)

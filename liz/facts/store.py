@@ -11,12 +11,15 @@ each operation the values it needs; no module it calls reaches back into it.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from liz.db.engine import make_read_sessionmaker
 from liz.db.vector_support import require_pgvector
 from liz.errors import InputError, NotFound
 from liz.facts.batch import apply_batch
@@ -39,7 +42,7 @@ from liz.facts.reindex import reindex_facts
 from liz.facts.scope_writes import ScopeWrites, database_errors
 from liz.facts.search import hybrid_search
 from liz.facts.settings import FactSettings
-from liz.facts.vectors import embed
+from liz.facts.vectors import Vector, embed
 from liz.llm import LLMClient
 from liz.templates import PromptTemplates
 from liz.types import Clock, SystemClock
@@ -59,6 +62,8 @@ class FactStore:
         templates: PromptTemplates | None = None,
     ) -> None:
         self.sessions = sessions
+        # Searches and lists read here: on SQLite they never wait for the writer.
+        self.reads = make_read_sessionmaker(engine)
         self.llm = llm
         self.engine = engine
         self.clock = clock or SystemClock()
@@ -68,6 +73,7 @@ class FactStore:
         self.index: FactIndex = open_index(engine, cache_scopes=self.settings.cache_scopes)
         self._writes = ScopeWrites(self.clock)
         self._ready = False
+        self._dimensions: set[int] = set()  # embedding sizes the index is ready for
 
     async def check(self) -> None:
         """Raise :class:`StorageError` if the database cannot hold facts (no pgvector)."""
@@ -114,6 +120,7 @@ class FactStore:
                 extracted,
                 self._context(scope, "llm", source_memory_id, on_commit),
                 sessions=self.sessions,
+                reads=self.reads,
                 index=self.index,
                 llm=self.llm,
                 templates=self.templates,
@@ -137,27 +144,43 @@ class FactStore:
         if limit < 1:
             raise InputError(f"limit must be at least 1, got {limit}")
         await self.check()
+        floor = self.settings.search_threshold if threshold is None else threshold
+        # The embedding's round trip overlaps the session's first reads (hybrid_search).
+        embedding = asyncio.ensure_future(self._query_vector(query))
+        try:
+            with database_errors():
+                if not self._dimensions:
+                    # Outside the session: a PostgreSQL index build takes a second pooled
+                    # connection, and searches all holding one while waiting for another
+                    # would drain the pool. Once a dimension is ready, that never happens.
+                    await embedding
+                async with self.reads() as session:
+                    return await hybrid_search(
+                        session,
+                        self.index,
+                        (agent_id, user_id),
+                        query,
+                        embedding,
+                        model=self.llm.embedding_model,
+                        limit=limit,
+                        threshold=floor,
+                    )
+        finally:
+            if not embedding.done():
+                embedding.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await embedding
+
+    async def _query_vector(self, query: str) -> Vector:
         (vector,) = await embed(self.llm, [query])
-        with database_errors():
-            # Outside the session: a PostgreSQL index build takes a second pooled connection,
-            # and searches all holding one while waiting for another would drain the pool.
-            await self.index.prepare_dimension(int(vector.size))
-            async with self.sessions() as session:
-                return await hybrid_search(
-                    session,
-                    self.index,
-                    (agent_id, user_id),
-                    query,
-                    vector,
-                    model=self.llm.embedding_model,
-                    limit=limit,
-                    threshold=self.settings.search_threshold if threshold is None else threshold,
-                )
+        await self.index.prepare_dimension(int(vector.size))
+        self._dimensions.add(int(vector.size))
+        return vector
 
     async def get(self, fact_id: str, agent_id: str, user_id: str) -> Fact | None:
         """One fact of this agent and user (retired ones too), or None."""
         with database_errors():
-            async with self.sessions() as session:
+            async with self.reads() as session:
                 found = await records_by_id(session, (agent_id, user_id), [fact_id])
         record = found.get(fact_id)
         return to_fact(record) if record is not None else None
@@ -165,7 +188,7 @@ class FactStore:
     async def history(self, fact_id: str, agent_id: str, user_id: str) -> list[HistoryEntry]:
         """Every change to one fact, oldest first; :class:`NotFound` for an unknown fact."""
         with database_errors():
-            async with self.sessions() as session:
+            async with self.reads() as session:
                 entries = await fact_history(session, (agent_id, user_id), fact_id)
         if not entries:
             raise NotFound(f"no fact {fact_id!r} for agent {agent_id!r} and user {user_id!r}")
@@ -174,7 +197,7 @@ class FactStore:
     async def as_of(self, moment: datetime, agent_id: str, user_id: str) -> list[Fact]:
         """What the store believed about the user at ``moment``, with the text of then."""
         with database_errors():
-            async with self.sessions() as session:
+            async with self.reads() as session:
                 return await facts_as_of(session, (agent_id, user_id), moment)
 
     async def apply(
@@ -293,7 +316,7 @@ class FactStore:
                 f"limit must be at least 1 and offset at least 0, got {limit} and {offset}"
             )
         with database_errors():
-            async with self.sessions() as session:
+            async with self.reads() as session:
                 return await list_facts(
                     session,
                     (agent_id, user_id),

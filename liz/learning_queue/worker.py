@@ -17,6 +17,7 @@ that delete must find the row: a second worker that learned the same message
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import os
@@ -60,6 +61,8 @@ class LearningWorker:
         self._again = False
         self._stopping = False
         self._active: set[asyncio.Task[None]] = set()  # rounds and tries right after a reply
+        # Per user being learned from right after a reply: the later messages waiting.
+        self._waiting: dict[tuple[str, str], collections.deque[_Exchange]] = {}
 
     # -- the process ---------------------------------------------------------------------
 
@@ -140,15 +143,51 @@ class LearningWorker:
         *,
         attempts: int,
         wait_seconds: float,
+        user: tuple[str, str] | None = None,
     ) -> None:
         """Learn from the exchange just replied to, if its job heads its user's queue;
-        retry ``attempts`` times, then leave the job to the queue. Never raises."""
+        retry ``attempts`` times, then leave the job to the queue. Never raises.
+
+        With ``user`` (agent id, user id): while this process is learning from an
+        earlier message of that user, this one waits its turn here rather than trying
+        a claim that cannot succeed (only the head of a user's queue can be claimed);
+        the job stays queued meanwhile, so a crash loses nothing.
+        """
         facts = self._runtime.facts
         if facts is None or self._stopping:
             return
         task = asyncio.current_task()
         if task is not None:
             self._track(task)
+        if user is None:
+            await self._learn_now_once(memory_id, exchange, attempts, wait_seconds)
+            self.wake()  # this user's next message, and anything else due
+            return
+        waiting = self._waiting.get(user)
+        if waiting is not None:
+            waiting.append((memory_id, exchange, attempts, wait_seconds))
+            return
+        waiting = self._waiting[user] = collections.deque()
+        try:
+            await self._learn_now_once(memory_id, exchange, attempts, wait_seconds)
+            while waiting and not self._stopping:
+                await self._learn_now_once(*waiting.popleft())
+        finally:
+            del self._waiting[user]
+        # Not after each message: a round started meanwhile would race this loop for
+        # the user's next job. Now: anything else due (or left here by a stop).
+        self.wake()
+
+    async def _learn_now_once(
+        self,
+        memory_id: str,
+        exchange: list[dict[str, str]],
+        attempts: int,
+        wait_seconds: float,
+    ) -> None:
+        facts = self._runtime.facts
+        if facts is None or self._stopping:
+            return
         try:
             claimed = await self._claim(memory_id=memory_id)
         except Exception as exc:
@@ -180,7 +219,6 @@ class LearningWorker:
             raise
         except Exception as exc:
             await self._failed(job, exc, tries, right_after_reply=True)
-        self.wake()  # this user's next message, and anything else due
 
     # -- one job ---------------------------------------------------------------------------
 
@@ -309,3 +347,5 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     _Change = Callable[[AsyncSession], Awaitable[None]]
+    # A message to learn from right after its reply: memory id, exchange, attempts, wait.
+    _Exchange = tuple[str, list[dict[str, str]], int, float]

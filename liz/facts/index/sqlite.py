@@ -28,7 +28,7 @@ from liz.facts.index.protocol import (
     model_bounds,
 )
 from liz.facts.index.sqlite_cache import ScopeCache, ScopeVectors
-from liz.facts.vectors import Vector, from_stored, rounded
+from liz.facts.vectors import Vector, from_stored, rounded, similarities_to
 
 # Built once, not for every write or search.
 _SCOPE_VECTORS = text(
@@ -63,7 +63,7 @@ class SqliteFactIndex:
     async def _vectors(
         self, session: AsyncSession, scope: Scope, model: str, dimension: int
     ) -> ScopeVectors:
-        await self._cache.refresh(session)
+        mark = await self._cache.refresh(session)
         bounds = await model_bounds(session, scope)
         await check_models(session, scope, bounds, model, dimension)
         cached = self._cache.get(scope)
@@ -77,7 +77,7 @@ class SqliteFactIndex:
         else:
             matrix = np.zeros((0, dimension), dtype=np.float32)
         loaded = ScopeVectors(ids, [row[2] for row in rows], matrix, bounds)
-        self._cache.put(scope, loaded)
+        self._cache.put(scope, loaded, mark)
         return loaded
 
     async def vector_candidates(
@@ -93,7 +93,7 @@ class SqliteFactIndex:
         vectors = await self._vectors(session, scope, model, query.size)
         if not vectors.ids:
             return []
-        scores = np.round(vectors.matrix @ query, 6)
+        scores = np.round(similarities_to(vectors.matrix, query), 6)
         fetch = limit + TIE_MARGIN
         exhausted = len(scores) < fetch
         top = range(len(scores)) if exhausted else np.argpartition(-scores, fetch - 1)[:fetch]

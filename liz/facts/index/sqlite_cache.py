@@ -4,10 +4,18 @@ A search is one matrix-vector product over the scope's matrix. Writes this
 process commits are patched into the matrix in place, in time independent of
 the scope's size; writes by other processes drop the scope, and the next search
 reloads it.
+
+Searches read through read-only sessions that run beside the writer, each on its
+own snapshot, so a load can finish after a write it does not hold was committed
+and patched in. Such a load serves its own search but is never kept: a load is
+kept only if its snapshot's history mark is the newest this process has seen
+(else another process's write may be missing) and at least every own write to
+the scope taken in so far (else that write is missing).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections import OrderedDict
 from collections.abc import Iterable
 
@@ -91,21 +99,29 @@ class ScopeCache:
         self._max_scopes = max_scopes
         self._history_mark: int | None = None
         self._own: set[int] = set()  # history rows of writes this process already took in
+        # The newest history row of each scope's own writes newer than the history mark.
+        self._own_newest: dict[Scope, int] = {}
+        self._refreshing = asyncio.Lock()
 
-    async def refresh(self, session: AsyncSession) -> None:
-        """Forget scopes changed since the last call by others (another process)."""
-        mark = (await session.execute(_HISTORY_MARK)).scalar()
-        mark = int(mark or 0)
-        if self._history_mark is None or mark < self._history_mark:
-            self._values.clear()
-        elif mark > self._history_mark:
-            changed = await session.execute(
-                _HISTORY_SINCE,
-                {"mark": self._history_mark},
-            )
-            self.invalidate({(row[1], row[2]) for row in changed if row[0] not in self._own})
-        self._own = {own for own in self._own if own > mark}
-        self._history_mark = mark
+    async def refresh(self, session: AsyncSession) -> int:
+        """Forget scopes changed by others (another process) up to this session's
+        snapshot; return the snapshot's history mark, which :meth:`put` takes."""
+        # One at a time: each reads the rows after the mark the previous one left.
+        async with self._refreshing:
+            mark = int((await session.execute(_HISTORY_MARK)).scalar() or 0)
+            if self._history_mark is None:
+                self._values.clear()
+            elif mark > self._history_mark:
+                changed = await session.execute(_HISTORY_SINCE, {"mark": self._history_mark})
+                self.invalidate({(row[1], row[2]) for row in changed if row[0] not in self._own})
+            else:
+                # Nothing new, or an older snapshot than the last refresh's (history
+                # rows are never deleted, so a lower mark means an older snapshot).
+                return mark
+            self._own = {own for own in self._own if own > mark}
+            self._own_newest = {s: own for s, own in self._own_newest.items() if own > mark}
+            self._history_mark = mark
+            return mark
 
     def get(self, scope: Scope) -> ScopeVectors | None:
         entry = self._values.get(scope)
@@ -114,9 +130,13 @@ class ScopeCache:
         self._values.move_to_end(scope)
         return entry[0]
 
-    def put(self, scope: Scope, value: ScopeVectors) -> None:
-        """Keep ``value``, loaded at the latest history mark."""
-        self._values[scope] = (value, self._history_mark or 0)
+    def put(self, scope: Scope, value: ScopeVectors, mark: int) -> None:
+        """Keep ``value``, read on a snapshot at history ``mark`` (from :meth:`refresh`),
+        unless that snapshot may miss a write: another process's that a later refresh
+        has seen, or one this process committed and took in."""
+        if mark != self._history_mark or self._own_newest.get(scope, 0) > mark:
+            return
+        self._values[scope] = (value, mark)
         self._values.move_to_end(scope)
         while len(self._values) > self._max_scopes:
             self._values.popitem(last=False)
@@ -124,6 +144,9 @@ class ScopeCache:
     def absorb(self, scope: Scope, log: ChangeLog) -> None:
         """Patch a write this process committed into the scope's vectors, if cached."""
         self._own.update(log.history_ids)
+        if log.history_ids:
+            newest = max(log.history_ids)
+            self._own_newest[scope] = max(newest, self._own_newest.get(scope, 0))
         entry = self._values.get(scope)
         if entry is None or (log.history_ids and entry[1] >= max(log.history_ids)):
             return  # not cached, or loaded after the commit: it has the write already
