@@ -1,6 +1,6 @@
 """``POST /agent/input`` speed: liz against a floor app, side by side, on SQLite and PostgreSQL.
 
-    .venv/bin/python bench/pipeline.py                       # everything (~10 minutes)
+    .venv/bin/python bench/pipeline.py                       # everything (~2.5 minutes)
     .venv/bin/python bench/pipeline.py --databases sqlite --sequential 100 --concurrent 300
     .venv/bin/python bench/pipeline.py --profile /tmp/prof   # py-spy liz under load (CPU)
     .venv/bin/python bench/pipeline.py --compare ../liz-old  # that checkout's liz too
