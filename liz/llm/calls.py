@@ -9,12 +9,13 @@ from __future__ import annotations
 import base64
 import logging
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 import numpy.typing as npt
 import openai
 from openai import AsyncOpenAI
+from openai.types import Embedding
 
 from liz.llm.errors import LLMOutputError, translate_openai_error
 from liz.trace import record_llm_call
@@ -79,13 +80,7 @@ async def stream_deltas(
 
 async def embed_batch(client: AsyncOpenAI, model: str, texts: list[str]) -> list[list[float]]:
     """One embeddings request: a vector per text, in the order given."""
-    try:
-        response = await client.embeddings.create(model=model, input=texts, encoding_format="float")
-    except openai.OpenAIError as exc:
-        raise translate_openai_error(exc, model=model) from exc
-    ordered = sorted(response.data, key=lambda item: item.index)
-    _check_count(model, len(ordered), len(texts))
-    return [list(item.embedding) for item in ordered]
+    return [list(item.embedding) for item in await _embeddings(client, model, texts, "float")]
 
 
 async def embed_batch_float32(
@@ -97,25 +92,28 @@ async def embed_batch_float32(
     JSON costs the SDK a Python object per number, most of an embedding's CPU time.
     A provider that ignores the format and answers floats is read as well.
     """
+    items = await _embeddings(client, model, texts, "base64")
+    return [_float32(item.embedding) for item in items]
+
+
+async def _embeddings(
+    client: AsyncOpenAI, model: str, texts: list[str], encoding: Literal["float", "base64"]
+) -> list[Embedding]:
     try:
         response = await client.embeddings.create(
-            model=model, input=texts, encoding_format="base64"
+            model=model, input=texts, encoding_format=encoding
         )
     except openai.OpenAIError as exc:
         raise translate_openai_error(exc, model=model) from exc
     ordered = sorted(response.data, key=lambda item: item.index)
-    _check_count(model, len(ordered), len(texts))
-    return [_float32(item.embedding) for item in ordered]
+    if len(ordered) != len(texts):
+        raise LLMOutputError(
+            f"the embedding model {model} returned {len(ordered)} vectors for {len(texts)} texts"
+        )
+    return ordered
 
 
 def _float32(embedding: object) -> npt.NDArray[np.float32]:
     if isinstance(embedding, str):
         return np.frombuffer(base64.b64decode(embedding), dtype="<f4").astype(np.float32)
     return np.asarray(embedding, dtype=np.float32)
-
-
-def _check_count(model: str, returned: int, asked: int) -> None:
-    if returned != asked:
-        raise LLMOutputError(
-            f"the embedding model {model} returned {returned} vectors for {asked} texts"
-        )
