@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/pipeline.py                       # everything (~2.5 minutes)
     .venv/bin/python bench/pipeline.py --databases sqlite --sequential 100 --concurrent 300
-    .venv/bin/python bench/pipeline.py --profile /tmp/prof   # py-spy liz under load (CPU)
+    .venv/bin/python bench/pipeline.py --profile /tmp/prof   # py-spy each server under load (CPU)
     .venv/bin/python bench/pipeline.py --compare ../liz-old  # that checkout's liz too
 
 Every server is a real uvicorn process on loopback; the LLM is the scripted
@@ -255,7 +255,7 @@ async def measure(
         for round_number in range(args.rounds):
             for load, (server, _, pids) in zip(loads, servers, strict=True):
                 profile = None
-                if args.profile is not None and server.kind == "liz":
+                if args.profile is not None:
                     args.profile.mkdir(parents=True, exist_ok=True)
                     slug = server.name.replace(", ", "-").replace(" ", "-")
                     profile = args.profile / f"{kind}-{slug}-{round_number}.txt"
@@ -270,13 +270,13 @@ async def measure(
 
 
 def servers(args: argparse.Namespace) -> list[Server]:
-    found = list(SERVERS)
+    found = [server for server in SERVERS if not (args.no_facts_on and server.facts)]
     if args.compare is not None:
         label = args.compare_label or args.compare.name
         found += [
             Server(f"liz {label}, facts off", "liz", source=args.compare.resolve()),
             Server(f"liz {label}, facts on", "liz", facts=True, source=args.compare.resolve()),
-        ]
+        ][: 1 if args.no_facts_on else 2]
     return found
 
 
@@ -346,7 +346,8 @@ def main() -> None:
     parser.add_argument("--sequential", type=int, default=200, help="requests one at a time")
     parser.add_argument("--concurrent", type=int, default=800, help="requests, 16 at once")
     parser.add_argument("--rounds", type=int, default=8, help="servers take turns this often")
-    parser.add_argument("--profile", type=Path, help="folder for py-spy profiles of liz")
+    parser.add_argument("--no-facts-on", action="store_true", help="skip liz with facts on")
+    parser.add_argument("--profile", type=Path, help="folder for py-spy profiles of the servers")
     parser.add_argument("--compare", type=Path, help="also run liz from this checkout")
     parser.add_argument("--compare-label", help="its name in the table (default: folder)")
     args = parser.parse_args()

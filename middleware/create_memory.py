@@ -16,7 +16,7 @@ import logging
 from datetime import timedelta
 from typing import Any
 
-from liz.db.memories import insert_memory
+from liz.db.memories import insert_memory, store_memory
 from liz.learning_queue import jobs
 from liz.pipeline import AgentRequest, AgentResponse
 from liz.types import Generator, InputSource, Memory, Next
@@ -30,13 +30,15 @@ async def create_memory(req: AgentRequest, res: AgentResponse, next: Next) -> No
         content["imageUrls"] = req.input.image_urls
     said = _memory(req, content, req.input.type.value, "external")
     learn = _learnable(req)
-    if not req.dry_run:
+    if learn:
         async with req.runtime.sessions() as session, session.begin():
             await insert_memory(session, said)
-            if learn:
-                # Until the turn ends the reply may still come; after a crash it never will.
-                wait = timedelta(seconds=req.runtime.learning.settings.reply_wait_seconds)
-                await jobs.enqueue(session, said, req.agent.name, due=said.created_at + wait)
+            # Until the turn ends the reply may still come; after a crash it never will.
+            wait = timedelta(seconds=req.runtime.learning.settings.reply_wait_seconds)
+            await jobs.enqueue(session, said, req.agent.name, due=said.created_at + wait)
+    elif not req.dry_run:
+        await store_memory(req.runtime.engine, said)
+    if not req.dry_run:
         req.input_memory_id = said.id
     try:
         await next()
@@ -51,10 +53,12 @@ async def create_memory(req: AgentRequest, res: AgentResponse, next: Next) -> No
             await _learn_without_reply(req, said.id)
         return
     reply = _memory(req, {"text": res.reply.text}, res.kind, "llm")
+    if not learn:
+        await store_memory(req.runtime.engine, reply)
+        return
     async with req.runtime.sessions() as session, session.begin():
         await insert_memory(session, reply)
-        if learn:
-            await jobs.reply_came(session, said.id, reply.id, req.runtime.clock.now())
+        await jobs.reply_came(session, said.id, reply.id, req.runtime.clock.now())
 
 
 def _learnable(req: AgentRequest) -> bool:

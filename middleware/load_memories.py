@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from liz.db.memories import recent_memories
+from liz.db.memories import read_recent
 from liz.errors import UsageError
 from liz.pipeline import AgentRequest, AgentResponse
 from liz.tokens import estimate_tokens
@@ -25,10 +25,9 @@ def load_memories(limit: int = 100, tokens: int | None = None) -> Middleware:
         raise UsageError(f"load_memories(tokens={tokens}): tokens must be 0 (no budget) or more")
 
     async def load(req: AgentRequest, res: AgentResponse, next: Next) -> None:
-        async with req.runtime.reads() as session:
-            memories = await recent_memories(
-                session, user_id=req.input.user_id, agent_id=req.input.agent_id, limit=limit
-            )
+        memories = await read_recent(
+            req.runtime.engine, user_id=req.input.user_id, agent_id=req.input.agent_id, limit=limit
+        )
         budget = req.runtime.settings.liz_context_tokens if tokens is None else tokens
         req.memories = newest_within_budget(memories, budget)
         await next()

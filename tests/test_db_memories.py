@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from liz.db.memories import count_memories, insert_memory, recent_memories
+from liz.db.engine import read_engine
+from liz.db.errors import storage_error_for
+from liz.db.memories import (
+    count_memories,
+    insert_memory,
+    read_recent,
+    recent_memories,
+    store_memory,
+)
 from liz.db.models import MemoryRecord
 from liz.errors import UsageError
 from liz.types import Memory
@@ -16,6 +26,26 @@ from liz.types import Memory
 pytestmark = pytest.mark.anyio
 
 START = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
+
+Reader = Callable[..., Awaitable[list[Memory]]]
+
+
+@pytest.fixture(params=["in a session", "in one round trip"])
+def read(
+    request: pytest.FixtureRequest,
+    engine: AsyncEngine,
+    sessions: async_sessionmaker[AsyncSession],
+) -> Reader:
+    """Both ways to read the recent conversation: recent_memories and read_recent."""
+
+    async def in_a_session(**where: object) -> list[Memory]:
+        async with sessions() as session:
+            return await recent_memories(session, **where)  # type: ignore[arg-type]
+
+    async def in_one_round_trip(**where: object) -> list[Memory]:
+        return await read_recent(engine, **where)  # type: ignore[arg-type]
+
+    return in_a_session if request.param == "in a session" else in_one_round_trip
 
 
 def memory(
@@ -34,7 +64,7 @@ def memory(
 
 
 async def test_recent_memories_are_newest_first_and_limited(
-    sessions: async_sessionmaker[AsyncSession],
+    sessions: async_sessionmaker[AsyncSession], read: Reader
 ) -> None:
     async with sessions() as session:
         for minute in (3, 1, 4, 0, 2):
@@ -42,24 +72,24 @@ async def test_recent_memories_are_newest_first_and_limited(
         await insert_memory(session, memory("to someone else", minute=9, user="bob"))
         await insert_memory(session, memory("to another agent", minute=9, agent="eliza"))
         await session.commit()
-    async with sessions() as session:
-        found = await recent_memories(session, user_id="ada", agent_id="liz", limit=3)
+    found = await read(user_id="ada", agent_id="liz", limit=3)
     assert [m.text for m in found] == ["message 4", "message 3", "message 2"]
 
 
 async def test_memories_written_at_the_same_instant_order_by_id(
-    sessions: async_sessionmaker[AsyncSession],
+    sessions: async_sessionmaker[AsyncSession], read: Reader
 ) -> None:
     async with sessions() as session:
         for identifier in ("b", "c", "a"):
             await insert_memory(session, memory(identifier, minute=0, id=identifier))
         await session.commit()
-    async with sessions() as session:
-        found = await recent_memories(session, user_id="ada", agent_id="liz", limit=10)
+    found = await read(user_id="ada", agent_id="liz", limit=10)
     assert [m.id for m in found] == ["c", "b", "a"]
 
 
-async def test_a_memory_reads_back_as_written(sessions: async_sessionmaker[AsyncSession]) -> None:
+async def test_a_memory_reads_back_as_written(
+    sessions: async_sessionmaker[AsyncSession], read: Reader
+) -> None:
     paris = timezone(timedelta(hours=1))
     written = Memory(
         user_id="ada",
@@ -73,15 +103,14 @@ async def test_a_memory_reads_back_as_written(sessions: async_sessionmaker[Async
     async with sessions() as session:
         await insert_memory(session, written)
         await session.commit()
-    async with sessions() as session:
-        (found,) = await recent_memories(session, user_id="ada", agent_id="liz", limit=5)
+    (found,) = await read(user_id="ada", agent_id="liz", limit=5)
     assert found == written
     assert found.created_at.tzinfo is not None
     assert found.created_at.utcoffset() == timedelta(0)
 
 
 async def test_a_row_with_broken_content_is_skipped_with_a_warning(
-    sessions: async_sessionmaker[AsyncSession], caplog: pytest.LogCaptureFixture
+    sessions: async_sessionmaker[AsyncSession], read: Reader, caplog: pytest.LogCaptureFixture
 ) -> None:
     async with sessions() as session:
         await insert_memory(session, memory("fine", minute=0))
@@ -106,8 +135,7 @@ async def test_a_row_with_broken_content_is_skipped_with_a_warning(
         )  # fmt: skip
         await session.commit()
     with caplog.at_level(logging.WARNING, logger="liz.db.memories"):
-        async with sessions() as session:
-            found = await recent_memories(session, user_id="ada", agent_id="liz", limit=10)
+        found = await read(user_id="ada", agent_id="liz", limit=10)
     assert [m.text for m in found] == ["fine"]
     warned = " ".join(record.getMessage() for record in caplog.records)
     for identifier in ("broken-json", "json-list", "bad-generator"):
@@ -133,3 +161,46 @@ async def test_zero_limit_returns_nothing(sessions: async_sessionmaker[AsyncSess
         await insert_memory(session, memory("hi", minute=0))
         await session.commit()
         assert await recent_memories(session, user_id="ada", agent_id="liz", limit=0) == []
+
+
+async def test_a_stored_memory_is_committed_and_reads_back_as_written(
+    engine: AsyncEngine, sessions: async_sessionmaker[AsyncSession], read: Reader
+) -> None:
+    written = memory('café ☕ and "quotes"', minute=7).model_copy(
+        update={"content": {"text": "café ☕", "imageUrls": ["https://x/y.png"]}}
+    )
+    await store_memory(engine, written)
+    await store_memory(engine, memory("earlier", minute=1))
+    found = await read(user_id="ada", agent_id="liz", limit=5)
+    assert found == [written, memory("earlier", minute=1).model_copy(update={"id": found[1].id})]
+    async with sessions() as session:  # committed: a new session sees both
+        assert await count_memories(session, user_id="ada") == 2
+
+
+async def test_a_row_written_by_hand_with_a_text_date_reads_as_utc(
+    engine: AsyncEngine, read: Reader
+) -> None:
+    if engine.dialect.name != "sqlite":
+        pytest.skip("only SQLite keeps dates as text when a hand-written row says so")
+    async with engine.begin() as connection:
+        await connection.execute(
+            text(
+                'INSERT INTO "Memory" ("id", "userId", "agentId", "roomId", "content", "type", '
+                "\"generator\", \"createdAt\") VALUES ('by-hand', 'ada', 'liz', 'r', "
+                "'{\"text\": \"hi\"}', 'text', 'external', '2025-03-01 12:30:00')"
+            )
+        )
+    (found,) = await read(user_id="ada", agent_id="liz", limit=5)
+    assert found.created_at == datetime(2025, 3, 1, 12, 30, tzinfo=UTC)
+
+
+async def test_a_memory_the_database_refuses_is_reported_as_an_outage(
+    engine: AsyncEngine,
+) -> None:
+    if engine.dialect.name != "sqlite":
+        pytest.skip("a read-only SQLite connection is the refusal this test can make")
+    with pytest.raises(Exception) as raised:
+        await store_memory(read_engine(engine), memory("hi", minute=0))
+    error = storage_error_for(raised.value)
+    assert error is not None and "cannot store anything" in str(error)
+    assert await read_recent(engine, user_id="ada", agent_id="liz", limit=5) == []

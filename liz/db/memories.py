@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+import sqlite3
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from datetime import datetime
 from typing import Any
 
-from pydantic import ValidationError
 from sqlalchemy import Table, bindparam, func, insert, select
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
 
+from liz.db.engine import read_engine
 from liz.db.models import MemoryRecord
+from liz.db.types import read_utc, sqlite_milliseconds
 from liz.errors import UsageError
 from liz.types import Memory
 
@@ -46,23 +51,85 @@ _RECENT = (
     .order_by(_MEMORY.c.createdAt.desc(), _MEMORY.c.id.desc())
     .limit(bindparam("limit"))
 )
+# The same two statements as SQLite's driver takes them (see read_recent, store_memory).
+_COLUMNS = '"id", "userId", "agentId", "roomId", "content", "type", "generator", "createdAt"'
+_INSERT_SQLITE = f'INSERT INTO "Memory" ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)'
+_RECENT_SQLITE = (
+    f'SELECT {_COLUMNS} FROM "Memory" WHERE "userId" = ? AND "agentId" = ? '
+    'ORDER BY "createdAt" DESC, "id" DESC LIMIT ?'
+)
 
 
-async def insert_memory(session: AsyncSession, memory: Memory) -> None:
+async def insert_memory(session: AsyncSession | AsyncConnection, memory: Memory) -> None:
     """Insert `memory` in the session's transaction; the caller commits."""
-    await session.execute(
-        _INSERT,
-        {
-            "id": memory.id,
-            "userId": memory.user_id,
-            "agentId": memory.agent_id,
-            "roomId": memory.room_id,
-            "content": json.dumps(memory.content, ensure_ascii=False),
-            "type": memory.type,
-            "generator": memory.generator,
-            "createdAt": memory.created_at,
-        },
-    )
+    await session.execute(_INSERT, _insert_values(memory))
+
+
+def _insert_values(memory: Memory) -> dict[str, Any]:
+    return {
+        "id": memory.id,
+        "userId": memory.user_id,
+        "agentId": memory.agent_id,
+        "roomId": memory.room_id,
+        "content": json.dumps(memory.content, ensure_ascii=False),
+        "type": memory.type,
+        "generator": memory.generator,
+        "createdAt": memory.created_at,
+    }
+
+
+async def store_memory(engine: AsyncEngine, memory: Memory) -> None:
+    """Store `memory` on its own: one statement, committed when this returns.
+
+    What every turn does twice. On SQLite the statement goes straight to the
+    driver, in autocommit mode (a single INSERT is its own transaction): through
+    SQLAlchemy's adapter a statement in a transaction costs about seven hops to
+    the driver's thread, and this one costs one. It still waits its turn for the
+    process's writing connection, like every write.
+    """
+    if engine.dialect.name != "sqlite":
+        async with engine.begin() as connection:
+            await insert_memory(connection, memory)
+        return
+    values = _insert_values(memory)
+    values["createdAt"] = sqlite_milliseconds(memory.created_at)
+    async with _sqlite_driver(engine, _INSERT_SQLITE) as driver:
+        await driver.execute(_INSERT_SQLITE, tuple(values.values()))
+
+
+async def read_recent(
+    engine: AsyncEngine, *, user_id: str, agent_id: str, limit: int
+) -> list[Memory]:
+    """:func:`recent_memories` on the engine's reading connections, in one round trip.
+
+    What every turn reads. On SQLite the query goes straight to the driver
+    (one statement needs no transaction: it reads one committed state).
+    """
+    if limit <= 0:
+        return []
+    parameters = (user_id, agent_id, limit)
+    if engine.dialect.name == "sqlite":
+        async with _sqlite_driver(read_engine(engine), _RECENT_SQLITE) as driver:
+            rows: Sequence[Sequence[Any]] = await driver.execute_fetchall(
+                _RECENT_SQLITE, parameters
+            )
+    else:
+        async with read_engine(engine).connect() as connection:
+            named = dict(zip(("user_id", "agent_id", "limit"), parameters, strict=True))
+            rows = (await connection.execute(_RECENT, named)).all()
+    return _to_memories(rows)
+
+
+@asynccontextmanager
+async def _sqlite_driver(engine: AsyncEngine, statement: str) -> AsyncIterator[Any]:
+    """A pooled connection's aiosqlite connection; its errors become SQLAlchemy's, as
+    every other statement's are (so an outage is told as one, see liz.db.errors)."""
+    async with engine.connect() as connection:
+        raw = await connection.get_raw_connection()
+        try:
+            yield raw.driver_connection
+        except sqlite3.Error as exc:
+            raise sa_exc.DBAPIError.instance(statement, None, exc, sqlite3.Error) from exc
 
 
 async def recent_memories(
@@ -78,6 +145,10 @@ async def recent_memories(
     rows = await session.execute(
         _RECENT, {"user_id": user_id, "agent_id": agent_id, "limit": limit}
     )
+    return _to_memories(rows.all())
+
+
+def _to_memories(rows: Sequence[Sequence[Any]]) -> list[Memory]:
     memories = []
     for row in rows:
         memory = _to_memory(row)
@@ -105,9 +176,9 @@ def _to_memory(row: Sequence[Any]) -> Memory | None:
             content=content,
             type=type,
             generator=generator,  # pydantic checks it is "llm" or "external"
-            created_at=created_at,
+            created_at=created_at if isinstance(created_at, datetime) else read_utc(created_at),
         )
-    except ValidationError as exc:
+    except ValueError as exc:  # pydantic's ValidationError, or a date no one can read
         logger.warning("skipping memory %s: %s", id, exc)
         return None
 

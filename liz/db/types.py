@@ -43,22 +43,27 @@ class UTCDateTime(TypeDecorator[datetime]):
     def process_bind_param(self, value: datetime | None, dialect: Dialect) -> Any:
         if value is None:
             return None
-        aware = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-        if dialect.name == "sqlite":
-            # Milliseconds, as Prisma writes them; finer precision would not survive Liz.
-            return int(aware.timestamp() * 1000)
-        return aware
+        return sqlite_milliseconds(value) if dialect.name == "sqlite" else as_utc(value)
 
     def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        if isinstance(value, datetime):
-            parsed = value
-        elif isinstance(value, int | float):
-            return datetime.fromtimestamp(value / 1000, UTC)
-        else:
-            parsed = _parse_text_datetime(str(value))
-        return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+        return None if value is None else read_utc(value)
+
+
+def as_utc(value: datetime) -> datetime:
+    """``value`` in UTC; a naive value is taken as UTC."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def sqlite_milliseconds(value: datetime) -> int:
+    """What Prisma stores on SQLite: milliseconds since the epoch (finer would not survive Liz)."""
+    return int(as_utc(value).timestamp() * 1000)
+
+
+def read_utc(value: Any) -> datetime:
+    """A stored date and time (epoch ms, a text form, a datetime) as an aware UTC datetime."""
+    if isinstance(value, int | float):
+        return datetime.fromtimestamp(value / 1000, UTC)
+    return as_utc(value if isinstance(value, datetime) else _parse_text_datetime(str(value)))
 
 
 def _parse_text_datetime(text: str) -> datetime:
