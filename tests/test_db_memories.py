@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from liz.db.engine import read_engine
+from liz.db.engine import create_engine, read_engine
 from liz.db.errors import storage_error_for
 from liz.db.memories import (
     count_memories,
@@ -195,12 +195,24 @@ async def test_a_row_written_by_hand_with_a_text_date_reads_as_utc(
 
 
 async def test_a_memory_the_database_refuses_is_reported_as_an_outage(
-    engine: AsyncEngine,
+    engine: AsyncEngine, database_url: str
 ) -> None:
+    """The statement sent straight to the driver fails as any other would: an outage."""
+    refusing = read_engine(engine)  # SQLite: a read-only connection (PRAGMA query_only)
     if engine.dialect.name != "sqlite":
-        pytest.skip("a read-only SQLite connection is the refusal this test can make")
-    with pytest.raises(Exception) as raised:
-        await store_memory(read_engine(engine), memory("hi", minute=0))
+        async with engine.connect() as connection:
+            name = (await connection.execute(text("SELECT current_database()"))).scalar()
+            await connection.execute(
+                text(f'ALTER DATABASE "{name}" SET default_transaction_read_only = on')
+            )
+            await connection.commit()
+        refusing = create_engine(database_url)  # its connections start read-only
+    try:
+        with pytest.raises(Exception) as raised:
+            await store_memory(refusing, memory("hi", minute=0))
+    finally:
+        if refusing is not read_engine(engine):
+            await refusing.dispose()
     error = storage_error_for(raised.value)
     assert error is not None and "cannot store anything" in str(error)
     assert await read_recent(engine, user_id="ada", agent_id="liz", limit=5) == []

@@ -54,6 +54,7 @@ def create_engine(
             Path(str(normalized.database)).parent.mkdir(parents=True, exist_ok=True)
         if pooled and file:
             kwargs.update(pool_size=1, max_overflow=0, pool_timeout=settings.db_pool_timeout)
+            kwargs.update(_NO_RESET_ON_RETURN)
         engine = _create_async_engine(normalized, **kwargs)
         _tune_sqlite(engine, begin="BEGIN IMMEDIATE")
         if pooled and file:
@@ -79,6 +80,11 @@ def _is_sqlite_file(url: URL) -> bool:
     return not in_memory and url.query.get("mode") != "memory"
 
 
+# SQLAlchemy ends every transaction it began before a connection goes back to the
+# pool; the pool's own ROLLBACK on top costs a hop to the driver's thread per use,
+# and the statements sent straight to the driver (liz.db.memories) open none.
+_NO_RESET_ON_RETURN: dict[str, Any] = {"pool_reset_on_return": None}
+
 # The read-only engine of each SQLite file engine (see read_engine), disposed with it.
 _readers: weakref.WeakKeyDictionary[Engine, AsyncEngine] = weakref.WeakKeyDictionary()
 
@@ -101,6 +107,7 @@ def _add_reader(engine: AsyncEngine, url: URL, settings: Settings) -> None:
         pool_size=settings.db_pool_size + settings.db_max_overflow,
         max_overflow=0,
         pool_timeout=settings.db_pool_timeout,
+        **_NO_RESET_ON_RETURN,
     )
     _tune_sqlite(reader, begin="BEGIN", read_only=True)
     _readers[engine.sync_engine] = reader

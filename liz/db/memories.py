@@ -7,6 +7,7 @@ import logging
 import sqlite3
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -51,13 +52,26 @@ _RECENT = (
     .order_by(_MEMORY.c.createdAt.desc(), _MEMORY.c.id.desc())
     .limit(bindparam("limit"))
 )
-# The same two statements as SQLite's driver takes them (see read_recent, store_memory).
+# The same two statements as each driver takes them (see read_recent, store_memory).
 _COLUMNS = '"id", "userId", "agentId", "roomId", "content", "type", "generator", "createdAt"'
-_INSERT_SQLITE = f'INSERT INTO "Memory" ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)'
-_RECENT_SQLITE = (
-    f'SELECT {_COLUMNS} FROM "Memory" WHERE "userId" = ? AND "agentId" = ? '
-    'ORDER BY "createdAt" DESC, "id" DESC LIMIT ?'
-)
+_RECENT_WHERE = '"userId" = {} AND "agentId" = {} ORDER BY "createdAt" DESC, "id" DESC LIMIT {}'
+
+
+@dataclass(frozen=True)
+class _DriverStatements:
+    insert: str
+    recent: str
+
+    @classmethod
+    def with_marks(cls, *marks: str) -> _DriverStatements:
+        return cls(
+            insert=f'INSERT INTO "Memory" ({_COLUMNS}) VALUES ({", ".join(marks)})',
+            recent=f'SELECT {_COLUMNS} FROM "Memory" WHERE ' + _RECENT_WHERE.format(*marks[:3]),
+        )
+
+
+_SQLITE = _DriverStatements.with_marks(*["?"] * 8)
+_POSTGRES = _DriverStatements.with_marks(*(f"${number}" for number in range(1, 9)))
 
 
 async def insert_memory(session: AsyncSession | AsyncConnection, memory: Memory) -> None:
@@ -81,20 +95,19 @@ def _insert_values(memory: Memory) -> dict[str, Any]:
 async def store_memory(engine: AsyncEngine, memory: Memory) -> None:
     """Store `memory` on its own: one statement, committed when this returns.
 
-    What every turn does twice. On SQLite the statement goes straight to the
-    driver, in autocommit mode (a single INSERT is its own transaction): through
-    SQLAlchemy's adapter a statement in a transaction costs about seven hops to
-    the driver's thread, and this one costs one. It still waits its turn for the
+    What every turn does twice, so the statement goes straight to the driver,
+    outside any transaction (a single INSERT is its own): through SQLAlchemy a
+    statement in a transaction costs seven hops to SQLite's thread, or four round
+    trips to PostgreSQL; this costs one. On SQLite it still waits its turn for the
     process's writing connection, like every write.
     """
-    if engine.dialect.name != "sqlite":
-        async with engine.begin() as connection:
-            await insert_memory(connection, memory)
-        return
-    values = _insert_values(memory)
-    values["createdAt"] = sqlite_milliseconds(memory.created_at)
-    async with _sqlite_driver(engine, _INSERT_SQLITE) as driver:
-        await driver.execute(_INSERT_SQLITE, tuple(values.values()))
+    values = list(_insert_values(memory).values())
+    async with _driver(engine) as (driver, statements):
+        if statements is _SQLITE:
+            values[-1] = sqlite_milliseconds(memory.created_at)
+            await driver.execute(statements.insert, values)
+        else:
+            await driver.execute(statements.insert, *values)
 
 
 async def read_recent(
@@ -102,34 +115,41 @@ async def read_recent(
 ) -> list[Memory]:
     """:func:`recent_memories` on the engine's reading connections, in one round trip.
 
-    What every turn reads. On SQLite the query goes straight to the driver
-    (one statement needs no transaction: it reads one committed state).
+    What every turn reads, so it goes straight to the driver, outside any
+    transaction (one statement reads one committed state).
     """
     if limit <= 0:
         return []
-    parameters = (user_id, agent_id, limit)
-    if engine.dialect.name == "sqlite":
-        async with _sqlite_driver(read_engine(engine), _RECENT_SQLITE) as driver:
-            rows: Sequence[Sequence[Any]] = await driver.execute_fetchall(
-                _RECENT_SQLITE, parameters
-            )
-    else:
-        async with read_engine(engine).connect() as connection:
-            named = dict(zip(("user_id", "agent_id", "limit"), parameters, strict=True))
-            rows = (await connection.execute(_RECENT, named)).all()
+    async with _driver(read_engine(engine)) as (driver, statements):
+        if statements is _SQLITE:
+            rows = await driver.execute_fetchall(statements.recent, (user_id, agent_id, limit))
+        else:
+            rows = await driver.fetch(statements.recent, user_id, agent_id, limit)
     return _to_memories(rows)
 
 
 @asynccontextmanager
-async def _sqlite_driver(engine: AsyncEngine, statement: str) -> AsyncIterator[Any]:
-    """A pooled connection's aiosqlite connection; its errors become SQLAlchemy's, as
-    every other statement's are (so an outage is told as one, see liz.db.errors)."""
+async def _driver(engine: AsyncEngine) -> AsyncIterator[tuple[Any, _DriverStatements]]:
+    """A pooled connection's driver connection (aiosqlite or asyncpg) and its statements.
+
+    The driver's errors become SQLAlchemy's, as every other statement's do, so an
+    outage is told as one (liz.db.errors).
+    """
+    sqlite = engine.dialect.name == "sqlite"
     async with engine.connect() as connection:
         raw = await connection.get_raw_connection()
         try:
-            yield raw.driver_connection
-        except sqlite3.Error as exc:
-            raise sa_exc.DBAPIError.instance(statement, None, exc, sqlite3.Error) from exc
+            yield raw.driver_connection, _SQLITE if sqlite else _POSTGRES
+        except _driver_errors(sqlite) as exc:
+            raise sa_exc.DBAPIError.instance(None, None, exc, Exception) from exc
+
+
+def _driver_errors(sqlite: bool) -> type[Exception]:
+    if sqlite:
+        return sqlite3.Error
+    import asyncpg  # only installed with PostgreSQL support
+
+    return asyncpg.PostgresError  # type: ignore[no-any-return]
 
 
 async def recent_memories(
