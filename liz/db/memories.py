@@ -139,13 +139,14 @@ async def _driver(engine: AsyncEngine) -> AsyncIterator[tuple[Any, _DriverStatem
     statement's do, so an outage is told as one (liz.db.errors).
     """
     sqlite = engine.dialect.name == "sqlite"
-    raw = await engine.raw_connection()
     try:
-        yield raw.driver_connection, _SQLITE if sqlite else _POSTGRES
+        raw = await engine.raw_connection()  # connecting can fail too: a missing file
+        try:
+            yield raw.driver_connection, _SQLITE if sqlite else _POSTGRES
+        finally:
+            await greenlet_spawn(raw.close)
     except _driver_errors(sqlite) as exc:
         raise sa_exc.DBAPIError.instance(None, None, exc, Exception) from exc
-    finally:
-        await greenlet_spawn(raw.close)
 
 
 def _driver_errors(sqlite: bool) -> type[Exception]:
