@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING
@@ -82,8 +83,25 @@ def served_app(liz_app: App) -> Starlette:
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with liz_app.open() as framework:
             app.state.framework = framework
-            yield
+            freeze_startup_objects()
+            try:
+                yield
+            finally:
+                gc.unfreeze()  # the process may go on (tests, an embedding app)
 
     app = starlette_app(liz_app.settings, lifespan)
     app.state.agents = liz_app.agents
     return app
+
+
+def freeze_startup_objects() -> None:
+    """Keep what was built to start serving out of the garbage collector's way.
+
+    The modules, schemas, models and templates loaded at startup (about 200,000
+    objects) live as long as the process, yet every full collection walked them
+    all again: a pause of tens to hundreds of milliseconds, every thousand turns
+    or so. Frozen, they are never walked again; what the turns allocate is
+    collected as before.
+    """
+    gc.collect()
+    gc.freeze()
