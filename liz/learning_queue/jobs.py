@@ -17,6 +17,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import (
+    Integer,
+    Select,
     Text,
     bindparam,
     case,
@@ -69,6 +71,48 @@ _REPLY_CAME = (
         reply_memory_id=func.coalesce(bindparam("reply", type_=Text()), Job.reply_memory_id),
     )
     .execution_options(synchronize_session=False)
+)
+
+
+def _heads(*, of_messages: bool) -> Select[Job]:
+    """Heads of users' queues, unclaimed (or their claim run out): of the given messages
+    (``ids``), or due."""
+    now = bindparam("now", type_=UTCDateTime())
+    earlier = aliased(Job)
+    ready = Job.memory_id.in_(bindparam("ids", expanding=True)) if of_messages else None
+    return (
+        select(Job)
+        .where(
+            Job.status == PENDING,
+            or_(Job.claimed_until.is_(None), Job.claimed_until < now),
+            ~exists().where(
+                earlier.agent_id == Job.agent_id,
+                earlier.user_id == Job.user_id,
+                earlier.status == PENDING,
+                earlier.id < Job.id,
+            ),
+            ready if ready is not None else Job.next_attempt_at <= now,
+        )
+        .order_by(Job.id)
+        .limit(bindparam("users", type_=Integer()))
+        .with_for_update(skip_locked=not of_messages)
+    )
+
+
+# Built once, like the two above: a claim runs at the start of every learning round.
+_HEADS_OF = _heads(of_messages=True)
+_DUE_HEADS = _heads(of_messages=False)
+_BEHIND = (
+    select(Job)
+    .where(
+        Job.agent_id == bindparam("agent"),
+        Job.user_id == bindparam("user"),
+        Job.status == PENDING,
+        Job.id > bindparam("head"),
+    )
+    .order_by(Job.id)
+    .limit(bindparam("run", type_=Integer()))
+    .with_for_update()
 )
 
 
@@ -146,51 +190,24 @@ async def claim_runs(
     ``memory_ids``, not one of those messages (the caller holds their exchanges; due or
     not, they are ready). Heads oldest first; returns the claimed rows, run by run.
     """
-    earlier = aliased(Job)
-    conditions = [
-        Job.status == PENDING,
-        _unclaimed(now),
-        ~exists().where(
-            earlier.agent_id == Job.agent_id,
-            earlier.user_id == Job.user_id,
-            earlier.status == PENDING,
-            earlier.id < Job.id,
-        ),
-    ]
-    if memory_ids is not None:
-        conditions.append(Job.memory_id.in_(list(memory_ids)))
-    else:
-        conditions.append(Job.next_attempt_at <= now)
     # PostgreSQL: rows another worker is claiming are skipped, not waited for; given
     # messages' jobs are waited for (the turn that queued one may be storing the reply).
     # SQLite ignores both: its writers take turns (BEGIN IMMEDIATE).
-    heads = list(
-        await session.scalars(
-            select(Job)
-            .where(*conditions)
-            .order_by(Job.id)
-            .limit(users)
-            .with_for_update(skip_locked=memory_ids is None)
-        )
-    )
+    if memory_ids is not None:
+        query, values = _HEADS_OF, {"now": now, "users": users, "ids": list(memory_ids)}
+    else:
+        query, values = _DUE_HEADS, {"now": now, "users": users}
+    heads = list(await session.scalars(query, values))
     wanted = set(memory_ids) if memory_ids is not None else None
     runs = []
     for head in heads:
         claimed = [head]
-        if run > 1:
+        if run > 1 and (wanted is None or len(wanted) > 1):
             # Only a head's claimer reads behind it, and no other worker can claim
             # these (they are not heads), so waiting for their locks is brief.
             behind = await session.scalars(
-                select(Job)
-                .where(
-                    Job.agent_id == head.agent_id,
-                    Job.user_id == head.user_id,
-                    Job.status == PENDING,
-                    Job.id > head.id,
-                )
-                .order_by(Job.id)
-                .limit(run - 1)
-                .with_for_update()
+                _BEHIND,
+                {"agent": head.agent_id, "user": head.user_id, "head": head.id, "run": run - 1},
             )
             for job in behind:
                 ready = (
@@ -207,10 +224,6 @@ async def claim_runs(
         runs.append(claimed)
     await session.flush()
     return runs
-
-
-def _unclaimed(now: datetime) -> Any:
-    return or_(Job.claimed_until.is_(None), Job.claimed_until < now)
 
 
 async def renew(session: AsyncSession, job_id: int, owner: str, until: datetime) -> bool:
