@@ -115,9 +115,10 @@ class FactStore:
         on_commit: OnCommit | None = None,
     ) -> list[FactEvent]:
         """:meth:`add` for several exchanges of one user at once, oldest first: one
-        extraction call over them all, one embedding request, at most one reconcile
-        call, one transaction. Each fact added keeps the ``source_memory_id`` of the
-        exchange the model says it came from.
+        extraction call over them all, one embedding request for the new facts (and
+        one for the texts reconciliation rewrote, if any), at most one reconcile call,
+        one transaction. Each fact added keeps the ``source_memory_id`` of the exchange
+        the model says it came from.
 
         >>> await store.learn(
         ...     [Exchange("I keep bees", said_id), Exchange("I moved to Turku", moved_id)],
