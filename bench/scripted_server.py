@@ -5,7 +5,8 @@
 Replies come at once, so a bench measures the framework's own cost, and in a process
 of their own, so the server's work is not counted in the process being measured.
 Chat answers: a short reply for plain chat; for fact extraction one fact about the
-user, shaped as extraction writes them; for reconciliation an ADD of that fact.
+user per message listed, shaped as extraction writes them; for reconciliation an ADD
+of the first new fact, reworded (the others are added as they are).
 """
 
 from __future__ import annotations
@@ -50,8 +51,19 @@ def serve(port: int, dim: int) -> None:
 
     def answer(request: RecordedRequest) -> Any:
         if request.schema_name == "ExtractedFacts":
-            text = next(facts)
-            return {"facts": [{"text": text, "subject": "user", "categories": ["family", "home"]}]}
+            # One fact per message listed (several when learned together), naming it.
+            count = max(request.prompt.count("<MESSAGE number="), 1)
+            return {
+                "facts": [
+                    {
+                        "message": number,
+                        "text": next(facts),
+                        "subject": "user",
+                        "categories": ["family", "home"],
+                    }
+                    for number in range(1, count + 1)
+                ]
+            }
         if request.schema_name == "ReconcilePlan":
             decision = {
                 "new_fact": 1,

@@ -2,8 +2,10 @@
 
 ``create_memory`` has queued the job of learning from the user's message in the
 message's own transaction; this step tries it at once, with the exchange in hand,
-so facts are usually known by the user's next message. What it cannot finish the
-queue keeps: any liz process sharing the database retries it later (see
+so facts are usually known by the user's next message. Messages of one user that
+arrive while an earlier one is being learned wait and are then learned together, in
+one round (``LIZ_LEARNING_BATCH_SIZE`` at most). What it cannot finish the queue
+keeps: any liz process sharing the database retries it later (see
 ``liz.learning_queue``), so nothing is lost and nothing is learned twice.
 """
 

@@ -41,6 +41,8 @@ from liz.types import InputObject
 
 AGENT = "ada-bot"
 SAID = re.compile(r"^user: (.*)$", re.M)
+# Each message an extraction prompt lists: its number, then what the user said.
+NUMBERED = re.compile(r'<MESSAGE number="(\d+)">\nuser: (.*)$', re.M)
 
 
 def learning_settings(**overrides: Any) -> LearningSettings:
@@ -62,29 +64,40 @@ def fact_text(said: str) -> str:
 
 @dataclass
 class Brain:
-    """The scripted LLM: replies "Noted.", learns one fact per message, fails on demand."""
+    """The scripted LLM: replies "Noted.", learns one fact per message (naming the
+    message), fails on demand."""
 
     replies_down: bool = False
     extraction_down: bool = False
     bad_answers: bool = False
     padding: int = 0  # characters added to each fact (facts that need room to store)
+    # An extraction whose prompt holds one of these is refused (400), as an endpoint
+    # refuses a message it cannot take (too long, against its policy).
+    refused: set[str] = field(default_factory=set)
     learned_from: list[str] = field(default_factory=list)  # successful extractions, in order
+    extractions: list[list[str]] = field(default_factory=list)  # the messages of each
 
     def __call__(self, request: RecordedRequest) -> Any:
         if request.schema_name == "ExtractedFacts":
             if self.extraction_down:
                 return ScriptedError(503, "the model is overloaded")
+            if any(text in request.prompt for text in self.refused):
+                return ScriptedError(400, "the model cannot take this message")
             if self.bad_answers:
                 return "this is not JSON"
-            said = SAID.findall(request.prompt)[-1]
-            self.learned_from.append(said)
+            numbered = NUMBERED.findall(request.prompt)
+            self.learned_from.extend(said for _, said in numbered)
+            self.extractions.append([said for _, said in numbered])
+            padding = " " * self.padding + "." * bool(self.padding)
             return {
                 "facts": [
                     {
-                        "text": fact_text(said) + " " * self.padding + "." * bool(self.padding),
+                        "message": int(number),
+                        "text": fact_text(said) + padding,
                         "subject": "user",
                         "categories": ["notes", "misc"],
                     }
+                    for number, said in numbered
                 ]
             }
         if self.replies_down:

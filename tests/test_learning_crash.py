@@ -30,7 +30,7 @@ from tests.serve_process import free_port
 pytestmark = pytest.mark.slow
 
 USERS = 24
-SAID = re.compile(r"^user: (.*)$", re.M)
+NUMBERED = re.compile(r'<MESSAGE number="(\d+)">\nuser: (.*)$', re.M)
 
 
 class HeldLearning:
@@ -43,9 +43,16 @@ class HeldLearning:
         if request.schema_name == "ExtractedFacts":
             while self.held:
                 await asyncio.sleep(0.05)
-            said = SAID.findall(request.prompt)[-1]
-            fact = {"text": f"User wrote {said}", "subject": "user", "categories": ["a", "b"]}
-            return {"facts": [fact]}
+            facts = [
+                {
+                    "message": int(number),
+                    "text": f"User wrote {said}",
+                    "subject": "user",
+                    "categories": ["a", "b"],
+                }
+                for number, said in NUMBERED.findall(request.prompt)
+            ]
+            return {"facts": facts}
         if request.schema_name == "RouteChoice":
             return {"route": "conversation", "confidence": 0.9, "reasoning": "chat"}
         return "Noted."

@@ -120,3 +120,33 @@ async def test_a_message_learned_by_two_workers_is_kept_once(
     assert slow.brain.learned_from == ["ann note 1", "ann note 1"]  # extracted twice ...
     assert await first.facts_of("ann") == [fact_text("ann note 1")]  # ... learned once
     assert list((await learned_counts(engine)).values()) == [1]
+
+
+async def test_messages_learned_together_by_two_workers_are_kept_once(
+    two_workers: tuple[World, World, SlowBrain], engine: AsyncEngine
+) -> None:
+    first, second, slow = two_workers
+    slow.brain.extraction_down = True
+    said = ["ann keeps bees", "ann plays cello", "ann moved to Turku"]
+    for text in said:
+        await first.say("ann", text)
+    await first.settle()
+    slow.brain.extraction_down = False
+    slow.gate = asyncio.Event()
+    gate = slow.gate
+    await first.clock.advance(hours=1)
+
+    # The first worker claims the three as one run and is held past its claim's end ...
+    held = asyncio.create_task(first.runtime.learning.work_due())
+    await asyncio.wait_for(slow.held.wait(), timeout=30)
+    await first.clock.advance(seconds=first.runtime.learning.settings.lease_seconds + 1)
+    # ... so the second takes the run over and learns it, in one round.
+    await second.runtime.learning.work_due()
+    assert sorted(await first.facts_of("ann")) == sorted(fact_text(text) for text in said)
+
+    gate.set()  # the first finishes too: everything it wrote is rolled back
+    await asyncio.wait_for(held, timeout=30)
+    await first.settle()
+    assert slow.brain.extractions == [said, said]  # extracted twice, together each time ...
+    assert sorted(await first.facts_of("ann")) == sorted(fact_text(t) for t in said)  # ... once
+    assert sorted((await learned_counts(engine)).values()) == [1, 1, 1]

@@ -62,7 +62,7 @@ SAMPLES: dict[str, tuple[dict[str, Any], str]] = {
         {
             "agent_name": "Morgan",
             "today": "2026-11-29",
-            "messages": [SimpleNamespace(role="user", content="I'm Ann and I love tea")],
+            "exchanges": [[SimpleNamespace(role="user", content="I'm Ann and I love tea")]],
         },
         "I'm Ann and I love tea",
     ),

@@ -227,7 +227,7 @@ def _inserted(
         "valid_from": context.now,
         "invalid_from": None,
         "retired_at": None,
-        "source_memory_id": context.source_memory_id,
+        "source_memory_id": change.source_memory_id or context.source_memory_id,
     }
 
 

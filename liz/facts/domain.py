@@ -8,7 +8,7 @@ A *scope* is one (agent, user) pair; every fact belongs to one. An add extracts
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -129,6 +129,17 @@ class NewFact:
     categories: tuple[str, ...]
     hash: str
     vector: Vector = field(compare=False, repr=False)
+    # The message it was learned from (several are learned together in one round).
+    source_memory_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One message to learn facts from: what was said (a text said by the user, or
+    ``{"role", "content"}`` dicts: the user's message and the reply) and its ``Memory`` id."""
+
+    messages: str | Sequence[Mapping[str, str]]
+    source_memory_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -142,6 +153,9 @@ class Change:
     categories: tuple[str, ...] = ()
     reason: str = ""
     expected_updated_at: datetime | None = None  # the target as read; changed since = conflict
+    # For a fact added: the message it was learned from, when it differs from the
+    # write's (``WriteContext.source_memory_id``), as when several are learned together.
+    source_memory_id: str | None = None
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from liz.facts.commit import commit_changes
 from liz.facts.domain import Event, Fact, FactEvent, NewFact, Scope, WriteContext
+from liz.facts.extraction import SourcedFact
 from liz.facts.index.protocol import FactIndex
-from liz.facts.llm_answers import ExtractedFact
 from liz.facts.normalize import fact_hash
 from liz.facts.queries import active_by_hash, records_by_id, to_fact
 from liz.facts.reconcile import add_all, ask_for_plan, resolve_plan
@@ -28,7 +28,7 @@ logger = logging.getLogger(__name__)
 
 
 async def learn_facts(
-    extracted: Sequence[ExtractedFact],
+    extracted: Sequence[SourcedFact],
     context: WriteContext,
     *,
     sessions: async_sessionmaker[AsyncSession],
@@ -38,15 +38,17 @@ async def learn_facts(
     templates: PromptTemplates,
     settings: FactSettings,
 ) -> list[FactEvent]:
-    """Deduplicate, reconcile with the LLM and write one add's facts in one transaction.
+    """Deduplicate, reconcile with the LLM and write one add's facts in one transaction,
+    whether they came from one message or several (each fact added keeps its own
+    ``source_memory_id``; a fact said twice is credited to the first message saying it).
 
     What it reads to plan goes through ``reads`` (beside the writer); the commit
     checks the plan again under the write lock.
     """
     scope = context.scope
-    unique: dict[str, ExtractedFact] = {}
-    for fact in extracted:
-        unique.setdefault(fact_hash(fact.text), fact)
+    unique: dict[str, SourcedFact] = {}
+    for found in extracted:
+        unique.setdefault(fact_hash(found.fact.text), found)
     async with reads() as session:
         known = await active_by_hash(session, scope, list(unique))
     # Exact duplicates never reach the LLM: they are reported with the stored id.
@@ -57,10 +59,17 @@ async def learn_facts(
     fresh = [(digest, fact) for digest, fact in unique.items() if digest not in known]
     if not fresh:
         return events
-    vectors = await embed(llm, [fact.text for _, fact in fresh])
+    vectors = await embed(llm, [found.fact.text for _, found in fresh])
     new_facts = [
-        NewFact(fact.text, fact.subject, tuple(fact.categories), digest, vector)
-        for (digest, fact), vector in zip(fresh, vectors, strict=True)
+        NewFact(
+            found.fact.text,
+            found.fact.subject,
+            tuple(found.fact.categories),
+            digest,
+            vector,
+            found.source_memory_id,
+        )
+        for (digest, found), vector in zip(fresh, vectors, strict=True)
     ]
     # Before the session: a PostgreSQL index build takes a connection of its own.
     await index.prepare_dimension(int(new_facts[0].vector.size))

@@ -25,6 +25,13 @@ class ExtractedFact(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    # The number of the message (as the prompt lists them) the fact was learned from.
+    # The schema sent requires it (strict mode drops the default); an answer without it
+    # (a lax model, a test's older script) is still taken, the fact credited to the
+    # latest message. Docstrings and descriptions here are part of what the model reads.
+    message: int | None = Field(
+        default=None, description="number of the message the fact was learned from"
+    )
     text: FactText
     subject: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)]
     categories: Categories

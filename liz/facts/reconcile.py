@@ -43,7 +43,12 @@ def add_all(new_facts: Sequence[NewFact], reason: str) -> list[Change]:
     """Changes adding every new fact as extracted (nothing similar was stored)."""
     return [
         Change(
-            Event.ADD, fact.text, subject=fact.subject, categories=fact.categories, reason=reason
+            Event.ADD,
+            fact.text,
+            subject=fact.subject,
+            categories=fact.categories,
+            reason=reason,
+            source_memory_id=fact.source_memory_id,
         )
         for fact in new_facts
     ]
@@ -129,6 +134,7 @@ def _resolve_one(
                 categories=tuple(decision.categories or new.categories),
                 reason=decision.reason,
                 expected_updated_at=target.updated_at,
+                source_memory_id=new.source_memory_id,
             )
         )
     elif retired or added is not None or known is None:
@@ -142,6 +148,7 @@ def _resolve_one(
                 subject=new.subject,
                 categories=tuple((source.categories if source else None) or new.categories),
                 reason=(source.reason if source else "") or "new information",
+                source_memory_id=new.source_memory_id,
             )
         )
     else:

@@ -24,6 +24,7 @@ from liz.db.vector_support import require_pgvector
 from liz.errors import InputError, NotFound
 from liz.facts.batch import apply_batch
 from liz.facts.domain import (
+    Exchange,
     Fact,
     FactEvent,
     FactOperation,
@@ -34,7 +35,7 @@ from liz.facts.domain import (
     Scope,
     WriteContext,
 )
-from liz.facts.extraction import Messages, as_conversation, extract_facts
+from liz.facts.extraction import Messages, extract_facts
 from liz.facts.index import FactIndex, open_index
 from liz.facts.learning import learn_facts
 from liz.facts.queries import fact_history, facts_as_of, list_facts, records_by_id, to_fact
@@ -99,14 +100,36 @@ class FactStore:
         ``on_commit(session)`` runs in the transaction that writes the facts (not at
         all when there is nothing to write); what it raises rolls them back and propagates.
         """
+        exchange = Exchange(messages, source_memory_id)
+        return await self.learn(
+            [exchange], agent_id, user_id, agent_name=agent_name, on_commit=on_commit
+        )
+
+    async def learn(
+        self,
+        exchanges: Sequence[Exchange],
+        agent_id: str,
+        user_id: str,
+        *,
+        agent_name: str = "the assistant",
+        on_commit: OnCommit | None = None,
+    ) -> list[FactEvent]:
+        """:meth:`add` for several exchanges of one user at once, oldest first: one
+        extraction call over them all, one embedding request for the new facts (and
+        one for the texts reconciliation rewrote, if any), at most one reconcile call,
+        one transaction. Each fact added keeps the ``source_memory_id`` of the exchange
+        the model says it came from.
+
+        >>> await store.learn(
+        ...     [Exchange("I keep bees", said_id), Exchange("I moved to Turku", moved_id)],
+        ...     "ada-bot", "user-1",
+        ... )
+        """
         await self.check()
-        conversation = as_conversation(messages)
-        if not conversation:
-            return []
         extracted = await extract_facts(
             self.llm,
             self.templates,
-            conversation,
+            exchanges,
             agent_name=agent_name,
             today=self.clock.now().date().isoformat(),
             size=self.settings.model_size,
@@ -114,11 +137,14 @@ class FactStore:
         if not extracted:
             return []
         scope = (agent_id, user_id)
+        sources = {exchange.source_memory_id for exchange in exchanges}
+        # The write's own source: the message, when there is one (facts name theirs).
+        source = next(iter(sources)) if len(sources) == 1 else None
         return await self._writes.run(
             scope,
             lambda: learn_facts(
                 extracted,
-                self._context(scope, "llm", source_memory_id, on_commit),
+                self._context(scope, "llm", source, on_commit),
                 sessions=self.sessions,
                 reads=self.reads,
                 index=self.index,

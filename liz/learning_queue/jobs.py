@@ -2,9 +2,10 @@
 caller owns the transaction.
 
 A user's jobs are learned in ``id`` order: only the *head* of a user's queue (the
-pending job with no earlier pending one) can be claimed, and a claim lasts until
-``claimedUntil``. PostgreSQL claims with ``FOR UPDATE SKIP LOCKED``, so workers in
-many processes never wait for each other; SQLite serializes writers anyway.
+pending job with no earlier pending one) can be claimed, with the ready jobs right
+behind it (a *run*, learned together), and a claim lasts until ``claimedUntil``.
+PostgreSQL claims with ``FOR UPDATE SKIP LOCKED``, so workers in many processes never
+wait for each other; SQLite serializes writers anyway.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import (
+    Integer,
+    Select,
     Text,
     bindparam,
     case,
@@ -71,6 +74,48 @@ _REPLY_CAME = (
 )
 
 
+def _heads(*, of_messages: bool) -> Select[Job]:
+    """Heads of users' queues, unclaimed (or their claim run out): of the given messages
+    (``ids``), or due."""
+    now = bindparam("now", type_=UTCDateTime())
+    earlier = aliased(Job)
+    ready = Job.memory_id.in_(bindparam("ids", expanding=True)) if of_messages else None
+    return (
+        select(Job)
+        .where(
+            Job.status == PENDING,
+            or_(Job.claimed_until.is_(None), Job.claimed_until < now),
+            ~exists().where(
+                earlier.agent_id == Job.agent_id,
+                earlier.user_id == Job.user_id,
+                earlier.status == PENDING,
+                earlier.id < Job.id,
+            ),
+            ready if ready is not None else Job.next_attempt_at <= now,
+        )
+        .order_by(Job.id)
+        .limit(bindparam("users", type_=Integer()))
+        .with_for_update(skip_locked=not of_messages)
+    )
+
+
+# Built once, like the two above: a claim runs at the start of every learning round.
+_HEADS_OF = _heads(of_messages=True)
+_DUE_HEADS = _heads(of_messages=False)
+_BEHIND = (
+    select(Job)
+    .where(
+        Job.agent_id == bindparam("agent"),
+        Job.user_id == bindparam("user"),
+        Job.status == PENDING,
+        Job.id > bindparam("head"),
+    )
+    .order_by(Job.id)
+    .limit(bindparam("run", type_=Integer()))
+    .with_for_update()
+)
+
+
 async def enqueue(session: AsyncSession, said: Memory, agent_name: str, *, due: datetime) -> None:
     """Queue learning from ``said`` (a stored user message), to be tried from ``due`` on."""
     await session.execute(
@@ -115,54 +160,102 @@ async def claim(
     With ``memory_id``, claim that message's job if it heads its user's queue, due or not
     (the caller holds the exchange). Returns the claimed rows.
     """
-    earlier = aliased(Job)
-    conditions = [
-        Job.status == PENDING,
-        or_(Job.claimed_until.is_(None), Job.claimed_until < now),
-        ~exists().where(
-            earlier.agent_id == Job.agent_id,
-            earlier.user_id == Job.user_id,
-            earlier.status == PENDING,
-            earlier.id < Job.id,
-        ),
-    ]
-    if memory_id is not None:
-        conditions.append(Job.memory_id == memory_id)
-    else:
-        conditions.append(Job.next_attempt_at <= now)
-    # PostgreSQL: rows another worker is claiming are skipped, not waited for; one
-    # message's job is waited for (the turn that queued it may be storing the reply).
-    # SQLite ignores both: its writers take turns (BEGIN IMMEDIATE).
-    query = (
-        select(Job)
-        .where(*conditions)
-        .order_by(Job.id)
-        .limit(limit)
-        .with_for_update(skip_locked=memory_id is None)
+    runs = await claim_runs(
+        session,
+        owner=owner,
+        now=now,
+        until=until,
+        users=limit,
+        run=1,
+        memory_ids=[memory_id] if memory_id is not None else None,
     )
-    jobs = list(await session.scalars(query))
-    for job in jobs:
-        job.claimed_by = owner
-        job.claimed_until = until
-        job.updated_at = now
+    return [job for run in runs for job in run]
+
+
+async def claim_runs(
+    session: AsyncSession,
+    *,
+    owner: str,
+    now: datetime,
+    until: datetime,
+    users: int = 1,
+    run: int = 1,
+    memory_ids: Sequence[str] | None = None,
+) -> list[list[Job]]:
+    """Claim, for up to ``users`` users, the head of the user's queue and the jobs right
+    behind it, up to ``run`` jobs in all, to be learned together in ``id`` order.
+
+    A run stops at the first job that is claimed by another worker or not ready: not
+    due (its reply may still come, or it waits out a retry's backoff), or, with
+    ``memory_ids``, not one of those messages (the caller holds their exchanges; due or
+    not, they are ready). Heads oldest first; returns the claimed rows, run by run.
+    """
+    # PostgreSQL: rows another worker is claiming are skipped, not waited for; given
+    # messages' jobs are waited for (the turn that queued one may be storing the reply).
+    # SQLite ignores both: its writers take turns (BEGIN IMMEDIATE).
+    if memory_ids is not None:
+        query, values = _HEADS_OF, {"now": now, "users": users, "ids": list(memory_ids)}
+    else:
+        query, values = _DUE_HEADS, {"now": now, "users": users}
+    heads = list(await session.scalars(query, values))
+    wanted = set(memory_ids) if memory_ids is not None else None
+    runs = []
+    for head in heads:
+        claimed = [head]
+        if run > 1 and (wanted is None or len(wanted) > 1):
+            # Only a head's claimer reads behind it, and no other worker can claim
+            # these (they are not heads), so waiting for their locks is brief.
+            behind = await session.scalars(
+                _BEHIND,
+                {"agent": head.agent_id, "user": head.user_id, "head": head.id, "run": run - 1},
+            )
+            for job in behind:
+                ready = (
+                    job.memory_id in wanted if wanted is not None else job.next_attempt_at <= now
+                )
+                free = job.claimed_until is None or job.claimed_until < now
+                if not (ready and free):
+                    break
+                claimed.append(job)
+        for job in claimed:
+            job.claimed_by = owner
+            job.claimed_until = until
+            job.updated_at = now
+        runs.append(claimed)
     await session.flush()
-    return jobs
+    return runs
 
 
 async def renew(session: AsyncSession, job_id: int, owner: str, until: datetime) -> bool:
     """Extend this worker's claim; False when the job is done or another worker has it."""
+    return await renew_all(session, [job_id], owner, until)
+
+
+async def renew_all(
+    session: AsyncSession, job_ids: Sequence[int], owner: str, until: datetime
+) -> bool:
+    """Extend this worker's claim on every one of ``job_ids``; False when one is done or
+    another worker has it (the others are extended all the same)."""
     result = await session.execute(
         update(Job)
-        .where(Job.id == job_id, Job.status == PENDING, Job.claimed_by == owner)
+        .where(Job.id.in_(list(job_ids)), Job.status == PENDING, Job.claimed_by == owner)
         .values(claimed_until=until)
     )
-    return _rowcount(result) == 1
+    return _rowcount(result) == len(set(job_ids))
 
 
 async def finish(session: AsyncSession, job_id: int) -> bool:
     """Remove a learned job; False when it was gone already (another worker learned it)."""
-    result = await session.execute(delete(Job).where(Job.id == job_id, Job.status == PENDING))
-    return _rowcount(result) == 1
+    return await finish_all(session, [job_id])
+
+
+async def finish_all(session: AsyncSession, job_ids: Sequence[int]) -> bool:
+    """Remove learned jobs; False when one of them was gone already (another worker
+    learned it: the caller rolls its transaction back)."""
+    result = await session.execute(
+        delete(Job).where(Job.id.in_(list(job_ids)), Job.status == PENDING)
+    )
+    return _rowcount(result) == len(set(job_ids))
 
 
 async def retry_later(
@@ -220,19 +313,32 @@ async def release(session: AsyncSession, job_id: int, owner: str, now: datetime)
 async def exchange_of(session: AsyncSession, job: Job) -> list[dict[str, str]] | None:
     """The user's message and, when stored, the reply, as chat messages; None when the
     message is no longer in the Memory table."""
-    ids = [job.memory_id] + ([job.reply_memory_id] if job.reply_memory_id else [])
+    (exchange,) = await exchanges_of(session, [job])
+    return exchange
+
+
+async def exchanges_of(
+    session: AsyncSession, queued: Sequence[Job]
+) -> list[list[dict[str, str]] | None]:
+    """:func:`exchange_of` for each job, in one query."""
+    ids = [job.memory_id for job in queued]
+    ids += [job.reply_memory_id for job in queued if job.reply_memory_id]
     rows = {
         row.id: row
         for row in await session.scalars(select(MemoryRecord).where(MemoryRecord.id.in_(ids)))
     }
-    said = rows.get(job.memory_id)
-    if said is None:
-        return None
-    messages = [{"role": "user", "content": _text(said.content)}]
-    reply = rows.get(job.reply_memory_id or "")
-    if reply is not None and _text(reply.content):
-        messages.append({"role": "assistant", "content": _text(reply.content)})
-    return messages
+    found: list[list[dict[str, str]] | None] = []
+    for job in queued:
+        said = rows.get(job.memory_id)
+        if said is None:
+            found.append(None)
+            continue
+        messages = [{"role": "user", "content": _text(said.content)}]
+        reply = rows.get(job.reply_memory_id or "")
+        if reply is not None and _text(reply.content):
+            messages.append({"role": "assistant", "content": _text(reply.content)})
+        found.append(messages)
+    return found
 
 
 def _text(content: str) -> str:

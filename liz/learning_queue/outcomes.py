@@ -5,6 +5,11 @@ are retried for as long as they last, waiting longer each time. Unusable answers
 may come out right on another try, so they get ``max_bad_answers`` tries. Anything
 else (facts embedded with another model, a message that is gone, a bug) no retry
 can fix: the job is failed with the reason, listed by ``liz facts queue``.
+
+Messages learned together fail together; only when the LLM or the database is
+unavailable does that say nothing about the messages themselves. Any other failure
+(an unusable answer, an error the endpoint answered with) may be one message's
+doing, so they are then tried one by one, each failure counted for its own job.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from tenacity import RetryCallState
 
 from liz.errors import LLMError, StorageError
 from liz.learning_queue.settings import LearningSettings
-from liz.llm.errors import LLMOutputError
+from liz.llm.errors import UNAVAILABLE, LLMOutputError
 from liz.retry import backoff, honour_retry_after
 
 
@@ -25,6 +30,16 @@ def is_outage(error: BaseException) -> bool:
     if isinstance(error, LLMOutputError):
         return False
     return isinstance(error, LLMError | StorageError | SQLAlchemyError | OSError)
+
+
+def affects_every_message(error: BaseException) -> bool:
+    """The LLM or the database is unavailable (unreachable, overloaded, rate limited,
+    down): messages learned together would fare no better one by one."""
+    if isinstance(error, LLMOutputError):
+        return False
+    if isinstance(error, LLMError):
+        return error.status == UNAVAILABLE
+    return isinstance(error, StorageError | SQLAlchemyError | OSError)
 
 
 def worth_retrying(error: BaseException, attempts: int, settings: LearningSettings) -> bool:

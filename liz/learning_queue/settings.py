@@ -17,6 +17,10 @@ class LearningSettings(BaseSettings):
     poll_seconds: float = Field(default=5.0, gt=0)
     # Jobs tried at once by one process (each is a different user: a user's are in order).
     concurrency: int = Field(default=4, ge=1, le=64)
+    # Messages of one user waiting to be learned from are learned together, this many at
+    # most a round: one extraction call, one embedding request, one reconcile call, one
+    # commit for them all. 1 learns each message on its own.
+    batch_size: int = Field(default=8, ge=1, le=64)
     # A worker's claim on a job; when it runs out (the process died), another takes over.
     lease_seconds: float = Field(default=300.0, gt=0)
     # A message whose reply never came (the process died mid-request) is learned from

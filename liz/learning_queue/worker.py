@@ -9,9 +9,17 @@ worker at a time and its facts are written once:
   are due: retried after an outage, a reply that never came, a crash elsewhere;
 - by any other process sharing the database (PostgreSQL), the same way.
 
-The job row is deleted in the same transaction as the facts learned from it, and
-that delete must find the row: a second worker that learned the same message
-(its claim ran out meanwhile) rolls its facts back.
+When several messages of one user are ready (the later ones waiting here while an
+earlier one is learned, or due together in the queue), up to ``batch_size`` of
+them are claimed as a run from the head of the user's queue and learned in one
+round (``FactStore.learn``: one extraction call, one embedding request, one
+reconcile call, one commit). A round that fails for another reason than the LLM
+or the database being unavailable is tried again one message at a time, so a
+message that cannot be learned from holds up no other.
+
+The job rows are deleted in the same transaction as the facts learned from them,
+and that delete must find every row: a second worker that learned one of the same
+messages (its claim ran out meanwhile) rolls its facts back.
 """
 
 from __future__ import annotations
@@ -19,19 +27,27 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import functools
 import logging
 import os
 import socket
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
 from sqlalchemy.ext.asyncio import AsyncSession
 from tenacity import wait_exponential
 
+from liz.facts.domain import Exchange
 from liz.learning_queue import jobs
 from liz.learning_queue.jobs import Job
-from liz.learning_queue.outcomes import describe, is_outage, next_try, worth_retrying
+from liz.learning_queue.outcomes import (
+    affects_every_message,
+    describe,
+    is_outage,
+    next_try,
+    worth_retrying,
+)
 from liz.learning_queue.settings import LearningSettings
 from liz.retry import retrying
 from liz.settings_errors import load_settings
@@ -127,12 +143,12 @@ class LearningWorker:
         if facts is None:
             return 0, False
         try:
-            claimed = await self._claim(limit=self.settings.concurrency)
+            runs = await self._claim_runs(users=self.settings.concurrency)
         except Exception as exc:
             logger.warning("learning worker: cannot claim jobs: %s", describe(exc))
             return 0, True
-        results = await asyncio.gather(*(self._try_once(facts, job) for job in claimed))
-        return len(claimed), any(results)
+        results = await asyncio.gather(*(self._try_run(facts, run) for run in runs))
+        return sum(len(run) for run in runs), any(results)
 
     # -- right after a reply -------------------------------------------------------------
 
@@ -151,7 +167,8 @@ class LearningWorker:
         With ``user`` (agent id, user id): while this process is learning from an
         earlier message of that user, this one waits its turn here rather than trying
         a claim that cannot succeed (only the head of a user's queue can be claimed);
-        the job stays queued meanwhile, so a crash loses nothing.
+        the messages waiting when that round ends are learned together in the next
+        (``batch_size`` at most). The jobs stay queued meanwhile: a crash loses nothing.
         """
         facts = self._runtime.facts
         if facts is None or self._stopping:
@@ -159,48 +176,65 @@ class LearningWorker:
         task = asyncio.current_task()
         if task is not None:
             self._track(task)
+        said: _Exchange = (memory_id, exchange, attempts, wait_seconds)
         if user is None:
-            await self._learn_now_once(memory_id, exchange, attempts, wait_seconds)
+            await self._learn_now_round([said])
             self.wake()  # this user's next message, and anything else due
             return
         waiting = self._waiting.get(user)
         if waiting is not None:
-            waiting.append((memory_id, exchange, attempts, wait_seconds))
+            waiting.append(said)
             return
-        waiting = self._waiting[user] = collections.deque()
+        waiting = self._waiting[user] = collections.deque([said])
         try:
-            await self._learn_now_once(memory_id, exchange, attempts, wait_seconds)
             while waiting and not self._stopping:
-                await self._learn_now_once(*waiting.popleft())
+                count = min(len(waiting), self.settings.batch_size)
+                await self._learn_now_round([waiting.popleft() for _ in range(count)])
         finally:
             del self._waiting[user]
-        # Not after each message: a round started meanwhile would race this loop for
-        # the user's next job. Now: anything else due (or left here by a stop).
+        # Not after each round: a round started meanwhile would race this loop for the
+        # user's next jobs. Now: anything else due (or left here by a stop).
         self.wake()
 
-    async def _learn_now_once(
-        self,
-        memory_id: str,
-        exchange: list[dict[str, str]],
-        attempts: int,
-        wait_seconds: float,
-    ) -> None:
+    async def _learn_now_round(self, batch: Sequence[_Exchange]) -> None:
         facts = self._runtime.facts
         if facts is None or self._stopping:
             return
+        held = {memory_id: exchange for memory_id, exchange, _, _ in batch}
         try:
-            claimed = await self._claim(memory_id=memory_id)
+            runs = await self._claim_runs(memory_ids=list(held))
         except Exception as exc:
-            logger.warning("learning: cannot claim the job of message %s: %s", memory_id, exc)
+            logger.warning(
+                "learning: cannot claim the jobs of messages %s: %s", ", ".join(held), exc
+            )
             return
-        if not claimed:
+        if not runs:
             self.wake()  # an earlier message of this user comes first
             return
-        (job,) = claimed
+        # Messages of the batch left out of the run (one behind a message this process
+        # does not hold) stay queued; their turn's end makes them due for the poller.
+        (run,) = runs
+        _, _, attempts, wait_seconds = batch[0]
+        work = [(job, held[job.memory_id]) for job in run]
+        await self._learn_with_retries(facts, work, attempts, wait_seconds)
+
+    async def _learn_with_retries(
+        self, facts: FactStore, work: _Work, attempts: int, wait_seconds: float
+    ) -> None:
+        claimed = [job for job, _ in work]
+        together = len(work) > 1
+
+        def retry_now(error: BaseException) -> bool:
+            if self._stopping:
+                return False
+            if together:  # else one by one, below
+                return affects_every_message(error)
+            return worth_retrying(error, 0, self.settings)
+
         tries = 0
         try:
             async for attempt in retrying(
-                retry_if=lambda exc: not self._stopping and worth_retrying(exc, 0, self.settings),
+                retry_if=retry_now,
                 attempts=attempts,
                 wait=wait_exponential(multiplier=wait_seconds, max=max(wait_seconds * 16, 0.0)),
                 clock=self._runtime.clock,
@@ -208,144 +242,241 @@ class LearningWorker:
                 with attempt:
                     tries = attempt.retry_state.attempt_number
                     if tries > 1:
-                        logger.info("learning from message %s: attempt %d", memory_id, tries)
-                        if not await self._renew(job):
-                            return  # another worker has taken it over
-                    await self._learn(facts, job, exchange)
+                        logger.info("learning from %s: attempt %d", _messages(claimed), tries)
+                        if not await self._renew(claimed):
+                            await self._release(claimed)  # another worker has taken over
+                            return
+                    await self._learn(facts, work)
         except AlreadyLearned:
-            pass
+            await self._release(claimed)
         except asyncio.CancelledError:
-            await self._release(job)
+            await self._release(claimed)
             raise
         except Exception as exc:
-            await self._failed(job, exc, tries, right_after_reply=True)
+            if together and not affects_every_message(exc) and not self._stopping:
+                # Once each: what is left to retry, the queue retries, with backoff.
+                self._one_by_one(work, exc)
+                await self._each(
+                    work, lambda one: self._learn_with_retries(facts, one, 1, wait_seconds)
+                )
+                return
+            await self._failed(claimed, exc, tries, right_after_reply=True)
 
-    # -- one job ---------------------------------------------------------------------------
+    # -- claimed jobs ----------------------------------------------------------------------
 
-    async def _try_once(self, facts: FactStore, job: Job) -> bool:
-        """Try a claimed job once; True when it failed because of an outage."""
+    async def _try_run(self, facts: FactStore, run: Sequence[Job]) -> bool:
+        """Try a claimed run of one user's jobs once, together; True when it failed
+        because of an outage."""
         try:
             async with self._runtime.sessions() as session:
-                exchange = await jobs.exchange_of(session, job)
-            if exchange is None:
-                await self._give_up(job, 1, f"message {job.memory_id} is no longer stored")
-                return False
-            await self._learn(facts, job, exchange)
-        except AlreadyLearned:
-            return False
+                exchanges = await jobs.exchanges_of(session, run)
         except asyncio.CancelledError:
-            await self._release(job)
+            await self._release(run)
             raise
         except Exception as exc:
-            await self._failed(job, exc, 1)
+            await self._failed(run, exc, 1)
+            return is_outage(exc)
+        work: _Work = []
+        for job, exchange in zip(run, exchanges, strict=True):
+            if exchange is None:
+                await self._give_up(job, 1, f"message {job.memory_id} is no longer stored")
+            else:
+                work.append((job, exchange))
+        return await self._try_once(facts, work) if work else False
+
+    async def _try_once(self, facts: FactStore, work: _Work) -> bool:
+        claimed = [job for job, _ in work]
+        try:
+            await self._learn(facts, work)
+        except AlreadyLearned:
+            await self._release(claimed)
+            return False
+        except asyncio.CancelledError:
+            await self._release(claimed)
+            raise
+        except Exception as exc:
+            if len(work) > 1 and not affects_every_message(exc) and not self._stopping:
+                self._one_by_one(work, exc)
+                outages: list[bool] = []
+
+                async def try_one(one: _Work) -> None:
+                    outages.append(await self._try_once(facts, one))
+
+                await self._each(work, try_one)
+                return any(outages)
+            await self._failed(claimed, exc, 1)
             return is_outage(exc)
         return False
+
+    async def _each(self, work: _Work, learn: Callable[[_Work], Awaitable[None]]) -> None:
+        """``learn`` each claimed job on its own, in order; if cancelled, give back the
+        claims of those not tried yet."""
+        try:
+            for item in work:
+                await learn([item])
+        except asyncio.CancelledError:
+            await self._release([job for job, _ in work])
+            raise
+
+    def _one_by_one(self, work: _Work, error: Exception) -> None:
+        job = work[0][0]
+        logger.warning(
+            "learning %d messages of agent %s, user %s together failed (%s); "
+            "learning them one by one",
+            len(work),
+            job.agent_id,
+            job.user_id,
+            describe(error),
+        )
 
     def _track(self, task: asyncio.Task[None]) -> None:
         self._active.add(task)
         task.add_done_callback(self._active.discard)
 
-    async def _learn(self, facts: FactStore, job: Job, exchange: list[dict[str, str]]) -> None:
-        async def finish_in(session: AsyncSession) -> None:
-            if not await jobs.finish(session, job.id):
-                raise AlreadyLearned(job.memory_id)
+    async def _learn(self, facts: FactStore, work: _Work) -> None:
+        ids = [job.id for job, _ in work]
+        finished = False
 
-        await facts.add(
-            exchange,
-            job.agent_id,
-            job.user_id,
-            source_memory_id=job.memory_id,
-            agent_name=job.agent_name,
+        async def finish_in(session: AsyncSession) -> None:
+            nonlocal finished
+            if not await jobs.finish_all(session, ids):
+                raise AlreadyLearned(_messages([job for job, _ in work]))
+            finished = True
+
+        latest = work[-1][0]
+        await facts.learn(
+            [Exchange(exchange, job.memory_id) for job, exchange in work],
+            latest.agent_id,
+            latest.user_id,
+            agent_name=latest.agent_name,
             on_commit=finish_in,
         )
-        # Nothing new was written (no facts, or all known): the job is done all the same.
-        async with self._runtime.sessions() as session, session.begin():
-            await jobs.finish(session, job.id)
+        if not finished:
+            # Nothing new was written (no facts, or all known): the jobs are done all the same.
+            async with self._runtime.sessions() as session, session.begin():
+                await jobs.finish_all(session, ids)
 
     async def _failed(
-        self, job: Job, error: Exception, tries: int, *, right_after_reply: bool = False
+        self,
+        claimed: Sequence[Job],
+        error: Exception,
+        tries: int,
+        *,
+        right_after_reply: bool = False,
     ) -> None:
-        attempts = job.attempts + tries
         reason = describe(error)
         # Right after a reply, a failure is news (logged as the extract_facts step's);
         # later tries of a job already known to fail are routine until one succeeds.
         log = logging.getLogger(EXTRACT_FACTS_LOGGER) if right_after_reply else logger
-        if worth_retrying(error, attempts, self.settings):
-            due = next_try(error, attempts, self._runtime.clock.now(), self.settings)
-            log.log(
-                logging.ERROR if right_after_reply else logging.WARNING,
-                "could not extract facts for agent %s, user %s after %d attempts (%s); "
-                "queued to try again at %s",
-                job.agent_id,
-                job.user_id,
-                attempts,
-                reason,
-                due.isoformat(timespec="seconds"),
-            )
-            await self._write(
-                lambda s: jobs.retry_later(
-                    s,
-                    job.id,
-                    self.owner,
-                    tries=tries,
-                    error=reason,
-                    due=due,
-                    now=self._runtime.clock.now(),
-                )
-            )
-        else:
-            log.error(
-                "could not extract facts for agent %s, user %s after %d attempts: %s; "
-                "no retry can fix this (see `liz facts queue --failed`, `liz facts retry`)",
-                job.agent_id,
-                job.user_id,
-                attempts,
-                reason,
-            )
-            await self._give_up(job, tries, reason)
-
-    async def _release(self, job: Job) -> None:
         now = self._runtime.clock.now()
-        await self._write(lambda s: jobs.release(s, job.id, self.owner, now))
+        changes: list[_Change] = []
+        for job in claimed:
+            attempts = job.attempts + tries
+            if worth_retrying(error, attempts, self.settings):
+                due = next_try(error, attempts, now, self.settings)
+                log.log(
+                    logging.ERROR if right_after_reply else logging.WARNING,
+                    "could not extract facts for agent %s, user %s after %d attempts (%s); "
+                    "queued to try again at %s",
+                    job.agent_id,
+                    job.user_id,
+                    attempts,
+                    reason,
+                    due.isoformat(timespec="seconds"),
+                )
+                changes.append(
+                    functools.partial(
+                        jobs.retry_later,
+                        job_id=job.id,
+                        owner=self.owner,
+                        tries=tries,
+                        error=reason,
+                        due=due,
+                        now=now,
+                    )
+                )
+            else:
+                log.error(
+                    "could not extract facts for agent %s, user %s after %d attempts: %s; "
+                    "no retry can fix this (see `liz facts queue --failed`, `liz facts retry`)",
+                    job.agent_id,
+                    job.user_id,
+                    attempts,
+                    reason,
+                )
+                changes.append(
+                    functools.partial(
+                        jobs.give_up,
+                        job_id=job.id,
+                        owner=self.owner,
+                        tries=tries,
+                        reason=reason,
+                        now=now,
+                    )
+                )
+        await self._write(*changes)
+
+    async def _release(self, claimed: Sequence[Job]) -> None:
+        """Give back this worker's claims on ``claimed`` (those done or taken over by
+        another worker are left alone)."""
+        now = self._runtime.clock.now()
+        await self._write(
+            *(
+                functools.partial(jobs.release, job_id=job.id, owner=self.owner, now=now)
+                for job in claimed
+            )
+        )
 
     async def _give_up(self, job: Job, tries: int, reason: str) -> None:
         now = self._runtime.clock.now()
         await self._write(
-            lambda s: jobs.give_up(s, job.id, self.owner, tries=tries, reason=reason, now=now)
+            functools.partial(
+                jobs.give_up, job_id=job.id, owner=self.owner, tries=tries, reason=reason, now=now
+            )
         )
 
     # -- the database --------------------------------------------------------------------
 
-    async def _claim(self, *, limit: int = 1, memory_id: str | None = None) -> Sequence[Job]:
+    async def _claim_runs(
+        self, *, users: int = 1, memory_ids: Sequence[str] | None = None
+    ) -> list[list[Job]]:
         now = self._runtime.clock.now()
         async with self._runtime.sessions() as session, session.begin():
-            return await jobs.claim(
+            return await jobs.claim_runs(
                 session,
                 owner=self.owner,
                 now=now,
                 until=jobs.lease_end(now, self.settings.lease_seconds),
-                limit=limit,
-                memory_id=memory_id,
+                users=users,
+                run=self.settings.batch_size,
+                memory_ids=memory_ids,
             )
 
-    async def _renew(self, job: Job) -> bool:
+    async def _renew(self, claimed: Sequence[Job]) -> bool:
         until = jobs.lease_end(self._runtime.clock.now(), self.settings.lease_seconds)
         async with self._runtime.sessions() as session, session.begin():
-            return await jobs.renew(session, job.id, self.owner, until)
+            return await jobs.renew_all(session, [job.id for job in claimed], self.owner, until)
 
-    async def _write(self, change: _Change) -> None:
-        """Record a try's outcome; if even that fails, the claim runs out and the job is
-        tried again, so nothing is lost."""
+    async def _write(self, *changes: _Change) -> None:
+        """Record tries' outcomes, in one transaction; if even that fails, the claims
+        run out and the jobs are tried again, so nothing is lost."""
+        if not changes:
+            return
         try:
             async with self._runtime.sessions() as session, session.begin():
-                await change(session)
+                for change in changes:
+                    await change(session)
         except Exception as exc:
             logger.warning("learning worker: cannot record a try's outcome: %s", describe(exc))
 
 
-if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+def _messages(claimed: Sequence[Job]) -> str:
+    return "message " + ", ".join(job.memory_id for job in claimed)
 
+
+if TYPE_CHECKING:
     _Change = Callable[[AsyncSession], Awaitable[None]]
     # A message to learn from right after its reply: memory id, exchange, attempts, wait.
     _Exchange = tuple[str, list[dict[str, str]], int, float]
+    # Claimed jobs of one user with their exchanges, oldest first: learned in one round.
+    _Work = list[tuple[Job, list[dict[str, str]]]]
