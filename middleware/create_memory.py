@@ -16,7 +16,8 @@ import logging
 from datetime import timedelta
 from typing import Any
 
-from liz.db.memories import insert_memory, store_memory
+from liz.db.driver import connect
+from liz.db.memories import append_memory, store_memory
 from liz.learning_queue import jobs
 from liz.pipeline import AgentRequest, AgentResponse
 from liz.types import Generator, InputSource, Memory, Next
@@ -30,14 +31,15 @@ async def create_memory(req: AgentRequest, res: AgentResponse, next: Next) -> No
         content["imageUrls"] = req.input.image_urls
     said = _memory(req, content, req.input.type.value, "external")
     learn = _learnable(req)
+    engine = req.runtime.engine
     if learn:
-        async with req.runtime.sessions() as session, session.begin():
-            await insert_memory(session, said)
+        async with connect(engine) as db, db.transaction():
+            await append_memory(db, said)
             # Until the turn ends the reply may still come; after a crash it never will.
             wait = timedelta(seconds=req.runtime.learning.settings.reply_wait_seconds)
-            await jobs.enqueue(session, said, req.agent.name, due=said.created_at + wait)
+            await jobs.enqueue(db, said, req.agent.name, due=said.created_at + wait)
     elif not req.dry_run:
-        await store_memory(req.runtime.engine, said)
+        await store_memory(engine, said)
     if not req.dry_run:
         req.input_memory_id = said.id
     try:
@@ -54,11 +56,11 @@ async def create_memory(req: AgentRequest, res: AgentResponse, next: Next) -> No
         return
     reply = _memory(req, {"text": res.reply.text}, res.kind, "llm")
     if not learn:
-        await store_memory(req.runtime.engine, reply)
+        await store_memory(engine, reply)
         return
-    async with req.runtime.sessions() as session, session.begin():
-        await insert_memory(session, reply)
-        await jobs.reply_came(session, said.id, reply.id, req.runtime.clock.now())
+    async with connect(engine) as db, db.transaction():
+        await append_memory(db, reply)
+        await jobs.reply_came(db, said.id, reply.id, req.runtime.clock.now())
 
 
 def _learnable(req: AgentRequest) -> bool:
@@ -74,8 +76,8 @@ def _learnable(req: AgentRequest) -> bool:
 async def _learn_without_reply(req: AgentRequest, memory_id: str) -> None:
     """The reply failed: learn from the input alone, when the LLM is back."""
     try:
-        async with req.runtime.sessions() as session, session.begin():
-            await jobs.reply_came(session, memory_id, None, req.runtime.clock.now())
+        async with connect(req.runtime.engine) as db:
+            await jobs.reply_came(db, memory_id, None, req.runtime.clock.now())
     except Exception as exc:  # the job stays queued and becomes due after the reply wait
         logger.warning("could not mark message %s ready for learning: %s", memory_id, exc)
         return

@@ -4,21 +4,17 @@ from __future__ import annotations
 
 import json
 import logging
-import sqlite3
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Table, bindparam, func, insert, select
-from sqlalchemy import exc as sa_exc
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
-from sqlalchemy.util import greenlet_spawn
 
+from liz.db.driver import Driver, Statement, connect
 from liz.db.engine import read_engine
 from liz.db.models import MemoryRecord
-from liz.db.types import read_utc, sqlite_milliseconds
+from liz.db.types import read_utc
 from liz.errors import UsageError
 from liz.types import Memory
 
@@ -53,26 +49,13 @@ _RECENT = (
     .order_by(_MEMORY.c.createdAt.desc(), _MEMORY.c.id.desc())
     .limit(bindparam("limit"))
 )
-# The same two statements as each driver takes them (see read_recent, store_memory).
+# The same two statements sent straight to the driver (see read_recent, store_memory).
 _COLUMNS = '"id", "userId", "agentId", "roomId", "content", "type", "generator", "createdAt"'
-_RECENT_WHERE = '"userId" = {} AND "agentId" = {} ORDER BY "createdAt" DESC, "id" DESC LIMIT {}'
-
-
-@dataclass(frozen=True)
-class _DriverStatements:
-    insert: str
-    recent: str
-
-    @classmethod
-    def with_marks(cls, *marks: str) -> _DriverStatements:
-        return cls(
-            insert=f'INSERT INTO "Memory" ({_COLUMNS}) VALUES ({", ".join(marks)})',
-            recent=f'SELECT {_COLUMNS} FROM "Memory" WHERE ' + _RECENT_WHERE.format(*marks[:3]),
-        )
-
-
-_SQLITE = _DriverStatements.with_marks(*["?"] * 8)
-_POSTGRES = _DriverStatements.with_marks(*(f"${number}" for number in range(1, 9)))
+_APPEND = Statement.of(f'INSERT INTO "Memory" ({_COLUMNS}) VALUES ({", ".join(["{}"] * 8)})')
+_RECENT_DIRECT = Statement.of(
+    f'SELECT {_COLUMNS} FROM "Memory" WHERE "userId" = {{}} AND "agentId" = {{}} '
+    'ORDER BY "createdAt" DESC, "id" DESC LIMIT {}'
+)
 
 
 async def insert_memory(session: AsyncSession | AsyncConnection, memory: Memory) -> None:
@@ -96,19 +79,16 @@ def _insert_values(memory: Memory) -> dict[str, Any]:
 async def store_memory(engine: AsyncEngine, memory: Memory) -> None:
     """Store `memory` on its own: one statement, committed when this returns.
 
-    What every turn does twice, so the statement goes straight to the driver,
-    outside any transaction (a single INSERT is its own): through SQLAlchemy a
-    statement in a transaction costs seven hops to SQLite's thread, or four round
-    trips to PostgreSQL; this costs one. On SQLite it still waits its turn for the
-    process's writing connection, like every write.
+    What every turn does twice, so it goes straight to the driver (liz.db.driver),
+    outside any transaction: a single INSERT is its own.
     """
-    values = list(_insert_values(memory).values())
-    async with _driver(engine) as (driver, statements):
-        if statements is _SQLITE:
-            values[-1] = sqlite_milliseconds(memory.created_at)
-            await driver.execute(statements.insert, values)
-        else:
-            await driver.execute(statements.insert, *values)
+    async with connect(engine) as db:
+        await append_memory(db, memory)
+
+
+async def append_memory(db: Driver, memory: Memory) -> None:
+    """Insert `memory` on a driver connection (in its transaction, if one is open)."""
+    await db.execute(_APPEND, *_insert_values(memory).values())
 
 
 async def read_recent(
@@ -116,45 +96,14 @@ async def read_recent(
 ) -> list[Memory]:
     """:func:`recent_memories` on the engine's reading connections, in one round trip.
 
-    What every turn reads, so it goes straight to the driver, outside any
-    transaction (one statement reads one committed state).
+    What every turn reads, so it goes straight to the driver (liz.db.driver), outside
+    any transaction: one statement reads one committed state.
     """
     if limit <= 0:
         return []
-    async with _driver(read_engine(engine)) as (driver, statements):
-        if statements is _SQLITE:
-            rows = await driver.execute_fetchall(statements.recent, (user_id, agent_id, limit))
-        else:
-            rows = await driver.fetch(statements.recent, user_id, agent_id, limit)
+    async with connect(read_engine(engine)) as db:
+        rows = await db.fetch(_RECENT_DIRECT, user_id, agent_id, limit)
     return _to_memories(rows)
-
-
-@asynccontextmanager
-async def _driver(engine: AsyncEngine) -> AsyncIterator[tuple[Any, _DriverStatements]]:
-    """A pooled connection's driver connection (aiosqlite or asyncpg) and its statements.
-
-    Taken from the pool without a SQLAlchemy ``Connection`` around it (a third of a
-    read's cost), and given back in a greenlet, where the pool's reset can reach
-    the driver. The driver's errors become SQLAlchemy's, as every other
-    statement's do, so an outage is told as one (liz.db.errors).
-    """
-    sqlite = engine.dialect.name == "sqlite"
-    try:
-        raw = await engine.raw_connection()  # connecting can fail too: a missing file
-        try:
-            yield raw.driver_connection, _SQLITE if sqlite else _POSTGRES
-        finally:
-            await greenlet_spawn(raw.close)
-    except _driver_errors(sqlite) as exc:
-        raise sa_exc.DBAPIError.instance(None, None, exc, Exception) from exc
-
-
-def _driver_errors(sqlite: bool) -> type[Exception]:
-    if sqlite:
-        return sqlite3.Error
-    import asyncpg  # only installed with PostgreSQL support
-
-    return asyncpg.PostgresError  # type: ignore[no-any-return]
 
 
 async def recent_memories(

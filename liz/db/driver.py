@@ -1,0 +1,130 @@
+"""The few statements every turn runs, sent straight to the driver (aiosqlite or asyncpg).
+
+Through SQLAlchemy a statement costs four hops to SQLite's thread (a cursor, the
+statement, its rows, the cursor closed), a transaction two more (``BEGIN``,
+``COMMIT``), and a session its own bookkeeping on top: together most of a turn's
+database cost. Here a statement costs one hop, or one round trip to PostgreSQL.
+
+The connection still comes from the engine's pool, so a SQLite write still waits its
+turn for the process's one writing connection; a transaction begins with ``BEGIN
+IMMEDIATE`` on SQLite, as every writing session's does (see liz.db.engine); and the
+driver's errors become SQLAlchemy's, so an outage is still told as one (liz.db.errors).
+Everything else goes through SQLAlchemy.
+
+>>> RECENT = Statement.of('SELECT "content" FROM "Memory" WHERE "userId" = {} LIMIT {}')
+>>> async with connect(engine) as db:
+...     rows = await db.fetch(RECENT, "ada", 10)
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.util import greenlet_spawn
+
+from liz.db.types import as_utc, sqlite_milliseconds
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One SQL statement, in each driver's parameter style."""
+
+    sqlite: str
+    postgres: str
+
+    @classmethod
+    def of(cls, template: str) -> Statement:
+        """``template`` with ``{}`` where each parameter goes, in order."""
+        count = template.count("{}")
+        return cls(
+            sqlite=template.format(*["?"] * count),
+            postgres=template.format(*(f"${number}" for number in range(1, count + 1))),
+        )
+
+
+class Driver:
+    """A pooled connection's driver connection; see :func:`connect`.
+
+    Parameters are passed as the driver takes them, except datetimes, which are
+    stored the way :class:`liz.db.types.UTCDateTime` stores them (milliseconds since
+    the epoch on SQLite, as Prisma does; ``timestamptz`` on PostgreSQL).
+    """
+
+    def __init__(self, connection: Any, *, sqlite: bool) -> None:
+        self._connection = connection  # aiosqlite.Connection or asyncpg.Connection
+        self.sqlite = sqlite
+
+    async def execute(self, statement: Statement, *parameters: Any) -> None:
+        if self.sqlite:
+            await self._connection.execute(statement.sqlite, self._bound(parameters))
+        else:
+            await self._connection.execute(statement.postgres, *self._bound(parameters))
+
+    async def fetch(self, statement: Statement, *parameters: Any) -> Sequence[Sequence[Any]]:
+        if self.sqlite:
+            rows: Sequence[Sequence[Any]] = await self._connection.execute_fetchall(
+                statement.sqlite, self._bound(parameters)
+            )
+            return rows
+        return await self._connection.fetch(statement.postgres, *self._bound(parameters))  # type: ignore[no-any-return]
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[None]:
+        """Everything executed in the block is committed together, or not at all."""
+        if not self.sqlite:
+            async with self._connection.transaction():
+                yield
+            return
+        await self._connection.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            await self._connection.rollback()
+            raise
+        await self._connection.commit()
+
+    def _bound(self, parameters: Sequence[Any]) -> list[Any]:
+        return [self._bind(value) for value in parameters]
+
+    def _bind(self, value: Any) -> Any:
+        if isinstance(value, datetime):
+            return sqlite_milliseconds(value) if self.sqlite else as_utc(value)
+        return value
+
+
+@asynccontextmanager
+async def connect(engine: AsyncEngine) -> AsyncIterator[Driver]:
+    """A connection of ``engine``'s pool, as the driver's own, given back on exit.
+
+    Taken without a SQLAlchemy ``Connection`` around it (a third of a read's cost),
+    and given back in a greenlet, where the pool's reset can reach the driver.
+    """
+    sqlite = engine.dialect.name == "sqlite"
+    try:
+        raw = await engine.raw_connection()  # connecting can fail too: a missing file
+        connection: Any = raw.driver_connection
+        try:
+            yield Driver(connection, sqlite=sqlite)
+        finally:
+            if sqlite and connection.in_transaction:
+                # A transaction cut short (cancelled during its ROLLBACK): SQLite's
+                # pools do not reset what they are given back (liz.db.engine).
+                await connection.rollback()
+            await greenlet_spawn(raw.close)
+    except _driver_errors(sqlite) as exc:
+        raise sa_exc.DBAPIError.instance(None, None, exc, Exception) from exc
+
+
+def _driver_errors(sqlite: bool) -> type[Exception]:
+    if sqlite:
+        return sqlite3.Error
+    import asyncpg  # only installed with PostgreSQL support
+
+    return asyncpg.PostgresError  # type: ignore[no-any-return]
