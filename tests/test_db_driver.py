@@ -1,0 +1,85 @@
+"""Statements sent straight to the driver: committed together or not at all, dates as liz
+stores them, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from liz.db.driver import Statement, connect
+from liz.db.memories import append_memory, count_memories, recent_memories
+from liz.types import Memory
+
+pytestmark = pytest.mark.anyio
+
+
+def memory(text: str, at: datetime) -> Memory:
+    return Memory(
+        user_id="ada",
+        agent_id="liz",
+        room_id="liz:ada",
+        content={"text": text},
+        type="text",
+        generator="external",
+        created_at=at,
+    )
+
+
+def test_a_statement_is_written_in_each_drivers_parameter_style() -> None:
+    statement = Statement.of('SELECT "id" FROM "Memory" WHERE "userId" = {} LIMIT {}')
+    assert statement.sqlite == 'SELECT "id" FROM "Memory" WHERE "userId" = ? LIMIT ?'
+    assert statement.postgres == 'SELECT "id" FROM "Memory" WHERE "userId" = $1 LIMIT $2'
+
+
+async def test_a_transaction_that_fails_writes_nothing_and_the_connection_stays_usable(
+    engine: AsyncEngine, sessions: async_sessionmaker[AsyncSession]
+) -> None:
+    start = datetime(2025, 3, 1, 12, tzinfo=UTC)
+    with pytest.raises(RuntimeError, match="half way"):
+        async with connect(engine) as db, db.transaction():
+            await append_memory(db, memory("first", start))
+            raise RuntimeError("half way")
+    async with connect(engine) as db, db.transaction():
+        await append_memory(db, memory("second", start))
+        await append_memory(db, memory("third", start + timedelta(minutes=1)))
+    async with sessions() as session:
+        found = await recent_memories(session, user_id="ada", agent_id="liz", limit=10)
+    assert [m.text for m in found] == ["third", "second"]
+
+
+async def test_a_transaction_cancelled_half_way_writes_nothing(
+    engine: AsyncEngine, sessions: async_sessionmaker[AsyncSession]
+) -> None:
+    inside = asyncio.Event()
+
+    async def write_then_wait() -> None:
+        async with connect(engine) as db, db.transaction():
+            await append_memory(db, memory("never", datetime.now(UTC)))
+            inside.set()
+            await asyncio.Event().wait()
+
+    task = asyncio.create_task(write_then_wait())
+    await inside.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    async with connect(engine) as db, db.transaction():  # SQLite: the one writing connection
+        await append_memory(db, memory("after", datetime.now(UTC)))
+    async with sessions() as session:
+        assert await count_memories(session) == 1
+
+
+async def test_dates_are_stored_as_liz_stores_them(
+    engine: AsyncEngine, sessions: async_sessionmaker[AsyncSession]
+) -> None:
+    paris = timezone(timedelta(hours=1))
+    written = memory("hello", datetime(2025, 3, 1, 13, 30, 15, 123000, tzinfo=paris))
+    async with connect(engine) as db:
+        await append_memory(db, written)
+    async with sessions() as session:
+        (found,) = await recent_memories(session, user_id="ada", agent_id="liz", limit=1)
+    assert found == written
+    assert found.created_at.utcoffset() == timedelta(0)
