@@ -5,12 +5,22 @@ any dimension, and HNSW (which needs one) gets a partial expression index per
 dimension in use: ``(embedding::vector(N)) vector_cosine_ops WHERE
 "embeddingDim" = N``, made the first time a dimension is written or searched.
 Switching models then needs no migration and keeps the old index until dropped.
+
+Which way a vector search goes is decided here, per search, from the scope's own
+size, never left to the planner: its row estimates come from statistics that lag
+behind bulk writes and average over users. When they said "a few rows" for a scope
+of 100k facts, it compared every one of them (600 ms); when they said "many" for a
+scope that is a sliver of a large table, the graph alone would have missed facts.
+A scope of at most ``EXACT_COMPONENTS`` (facts times dimension) is compared in
+full, exactly; a larger one walks the HNSW graph with pgvector's iterative scan,
+which keeps going past ``ef_search`` until enough of the scope's facts turn up, and
+when even that gives up (``hnsw.max_scan_tuples``) the scope is compared in full.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from sqlalchemy import bindparam, text
 from sqlalchemy.exc import DBAPIError
@@ -23,6 +33,7 @@ from liz.facts.index.protocol import (
     Candidate,
     ChangeLog,
     IndexedFact,
+    ModelPair,
     check_models,
     deterministic_top,
     matches_per_term,
@@ -32,9 +43,56 @@ from liz.facts.vectors import Vector, rounded
 
 logger = logging.getLogger(__name__)
 
-# Candidates HNSW visits per search; above the default (40) for recall close to exact.
+# Candidates HNSW keeps per search; above the default (40) for recall close to exact.
 EF_SEARCH = 200
+MAX_EF_SEARCH = 1000  # pgvector's limit
 MAX_DIMENSION = 2000  # pgvector's HNSW limit for `vector`
+# A scope is searched exactly while it holds at most this many vector components (facts
+# times dimension): 10,000 facts of 256 dimensions, 1,666 of 1536, each scan a few
+# milliseconds; past that the graph answers in about one, whatever the scope's size.
+EXACT_COMPONENTS = 2_560_000
+
+_SCOPE = '"agentId" = :agent AND "userId" = :user'
+_BOUND = (
+    f'SELECT "embeddingModel", "embeddingDim" FROM "Fact" WHERE {_SCOPE} '
+    'ORDER BY "embeddingModel" {0}, "embeddingDim" {0} LIMIT 1'
+)
+# Before a vector search, in one round trip: the scope's (model, dimension) bounds as
+# liz.facts.index.protocol.model_bounds reads them; its active facts, counted up to
+# :most; and the session's HNSW settings. `enable_sort` off (for this transaction) when
+# the scope is large makes the ordered HNSW scan the only plan without a sort.
+_PLAN = text(
+    'WITH active AS (SELECT count(*) AS n FROM (SELECT 1 FROM "Fact" '
+    f'WHERE {_SCOPE} AND "retiredAt" IS NULL LIMIT :most) AS scope) '
+    'SELECT bounds."embeddingModel", bounds."embeddingDim", active.n, '
+    "set_config('hnsw.ef_search', :ef, true), "
+    "set_config('hnsw.iterative_scan', 'strict_order', true), "
+    "set_config('enable_sort', CASE WHEN active.n > :exact THEN 'off' "
+    "ELSE current_setting('enable_sort') END, true) "
+    f"FROM (({_BOUND.format('ASC')}) UNION ALL ({_BOUND.format('DESC')})) AS bounds, active"
+)
+_ACTIVE = f'WHERE {_SCOPE} AND "retiredAt" IS NULL AND "embeddingDim" = {{dim}} '
+# The partial index's own expression, so the planner can walk the graph in its order.
+_HNSW = (
+    "SELECT id, 1 - ((embedding::vector({dim})) <=> CAST(:query AS vector({dim}))), hash "
+    f'FROM "Fact" {_ACTIVE}'
+    "ORDER BY (embedding::vector({dim})) <=> CAST(:query AS vector({dim})) LIMIT :limit"
+)
+# Not the index's expression: the planner cannot take the (approximate) graph for it.
+_EXACT = (
+    "SELECT id, 1 - (embedding <=> CAST(:query AS vector)), hash "
+    f'FROM "Fact" {_ACTIVE}'
+    "ORDER BY embedding <=> CAST(:query AS vector) LIMIT :limit"
+)
+
+
+def hnsw_index_statement(dimension: int) -> str:
+    """The statement creating the HNSW index for embeddings of ``dimension``."""
+    return (
+        f'CREATE INDEX IF NOT EXISTS "Fact_embedding_hnsw_{dimension}" ON "Fact" '
+        f"USING hnsw ((embedding::vector({dimension})) vector_cosine_ops) "
+        f'WHERE "embeddingDim" = {dimension}'
+    )
 
 
 def _vector_literal(query: Vector) -> str:
@@ -49,8 +107,9 @@ def _distance(dimension: int) -> str:
 class PostgresFactIndex:
     """The :class:`~liz.facts.index.protocol.FactIndex` for PostgreSQL with pgvector."""
 
-    def __init__(self, engine: AsyncEngine) -> None:
+    def __init__(self, engine: AsyncEngine, *, exact_components: int = EXACT_COMPONENTS) -> None:
         self._engine = engine
+        self._exact_components = exact_components
         self._prepared: set[int] = set()
 
     async def _check(self, session: AsyncSession, scope: Scope, model: str, dimension: int) -> None:
@@ -66,27 +125,13 @@ class PostgresFactIndex:
                 f"embeddings of dimension {dimension} cannot be indexed by pgvector's HNSW "
                 f"(at most {MAX_DIMENSION}); choose an embedding model with fewer dimensions"
             )
-        statement = (
-            f'CREATE INDEX IF NOT EXISTS "Fact_embedding_hnsw_{dimension}" ON "Fact" '
-            f"USING hnsw ((embedding::vector({dimension})) vector_cosine_ops) "
-            f'WHERE "embeddingDim" = {dimension}'
-        )
         try:
             async with self._engine.begin() as connection:
-                await connection.execute(text(statement))
+                await connection.execute(text(hnsw_index_statement(dimension)))
         except DBAPIError as exc:
             # Another process creating the same index at the same moment: it exists now.
             logger.info("HNSW index for dimension %d not created here: %s", dimension, exc)
         self._prepared.add(dimension)
-
-    async def _tune(self, session: AsyncSession) -> None:
-        await session.execute(
-            text(
-                "SELECT set_config('hnsw.ef_search', :ef, true), "
-                "set_config('hnsw.iterative_scan', 'strict_order', true)"
-            ),
-            {"ef": str(EF_SEARCH)},
-        )
 
     async def vector_candidates(
         self,
@@ -99,23 +144,55 @@ class PostgresFactIndex:
         threshold: float,
     ) -> list[Candidate]:
         dimension = query.size
-        await self._check(session, scope, model, dimension)
-        await self._tune(session)
-        where = (
-            'WHERE "agentId" = :agent AND "userId" = :user AND "retiredAt" IS NULL '
-            f'AND "embeddingDim" = {dimension} '
-        )
+        wanted = limit + TIE_MARGIN
+        exact_up_to = self._exact_components // dimension
+        bounds, active = await self._plan(session, scope, wanted, exact_up_to)
+        await check_models(session, scope, bounds, model, dimension)
+        if not active:
+            return []
         values = {"query": _vector_literal(query), "agent": scope[0], "user": scope[1]}
-        result = await session.execute(
-            text(
-                f'SELECT id, 1 - ({_distance(dimension)}), hash FROM "Fact" {where}'
-                f"ORDER BY {_distance(dimension)} LIMIT :limit"
-            ),
-            {**values, "limit": limit + TIE_MARGIN},
-        )
-        found = [(row[0], rounded(row[1]), row[2]) for row in result]
-        chosen = deterministic_top(found, limit, exhausted=len(found) < limit + TIE_MARGIN)
+        found: list[Candidate] = []
+        if active > exact_up_to:
+            found = await self._search(session, _HNSW, dimension, values, wanted)
+        if len(found) < min(wanted, active):
+            # A small scope, or HNSW gave up before finding enough of the scope's facts
+            # (a scope that is a small part of a large table): every fact is compared.
+            found = await self._search(session, _EXACT, dimension, values, wanted)
+        chosen = deterministic_top(found, limit, exhausted=len(found) < wanted)
         return [candidate for candidate in chosen if candidate[1] >= threshold]
+
+    async def _plan(
+        self, session: AsyncSession, scope: Scope, wanted: int, exact_up_to: int
+    ) -> tuple[tuple[ModelPair, ...], int]:
+        """The scope's model bounds and its count of active facts (up to one past
+        ``exact_up_to`` or ``wanted``, whichever is more), in one round trip that also
+        tunes the HNSW scan."""
+        result = await session.execute(
+            _PLAN,
+            {
+                "agent": scope[0],
+                "user": scope[1],
+                "exact": exact_up_to,
+                "most": max(exact_up_to, wanted) + 1,
+                "ef": str(min(MAX_EF_SEARCH, max(EF_SEARCH, wanted))),
+            },
+        )
+        rows = result.all()
+        bounds = tuple((row[0], int(row[1])) for row in rows)
+        return bounds, int(rows[0][2]) if rows else 0
+
+    async def _search(
+        self,
+        session: AsyncSession,
+        statement: str,
+        dimension: int,
+        values: Mapping[str, object],
+        wanted: int,
+    ) -> list[Candidate]:
+        result = await session.execute(
+            text(statement.format(dim=dimension)), {**values, "limit": wanted}
+        )
+        return [(row[0], rounded(row[1]), row[2]) for row in result]
 
     async def similarities(
         self, session: AsyncSession, scope: Scope, ids: Sequence[str], query: Vector, *, model: str

@@ -1,0 +1,117 @@
+"""PostgreSQL's vector search: small scopes compared in full, large ones through HNSW,
+and both find the facts an exact comparison finds, whatever the planner's statistics say."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from liz.db.engine import create_engine, make_sessionmaker
+from liz.facts.index.postgres import PostgresFactIndex
+from liz.facts.index.protocol import Candidate
+from liz.facts.store import FactStore
+from liz.facts.vectors import embed
+from liz.llm import LLMClient
+from tests.fixtures.db import _fresh_postgres
+from tests.fixtures.facts import AGENT, USER, fact_settings
+
+pytestmark = [pytest.mark.anyio, pytest.mark.postgres]
+
+_VOCABULARY = """tea coffee chess piano berlin paris nurse teacher cat dog garden bicycle jazz
+rock hiking sailing pasta sushi python rust ada bob marathon winter lisbon oslo kyoto violin
+tennis climbing bread cheese figs ramen pilot baker chef lawyer farmer dentist"""
+WORDS = _VOCABULARY.split()
+ALWAYS_EXACT = 10**12  # components: every scope is compared in full
+
+
+@pytest.fixture
+def postgres_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    server = request.getfixturevalue("pgvector_server")
+    yield from _fresh_postgres(server, request.getfixturevalue("_postgres_template"))
+
+
+@pytest.fixture
+async def engine(postgres_url: str) -> AsyncIterator[AsyncEngine]:
+    engine = create_engine(postgres_url)
+    try:
+        yield engine
+    finally:
+        await engine.dispose()
+
+
+def texts(count: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    found: set[str] = set()
+    while len(found) < count:
+        found.add("User mentions " + " ".join(rng.sample(WORDS, 4)))
+    return sorted(found)
+
+
+async def fill(engine: AsyncEngine, llm: LLMClient, user: str, count: int, seed: int) -> None:
+    store = FactStore(make_sessionmaker(engine), llm, engine=engine, settings=fact_settings())
+    batch: list[dict[str, Any]] = [
+        {"op": "add", "text": fact_text, "categories": ["test", "bulk"]}
+        for fact_text in texts(count, seed)
+    ]
+    await store.apply(batch, AGENT, user)
+
+
+async def candidates(
+    engine: AsyncEngine,
+    index: PostgresFactIndex,
+    llm: LLMClient,
+    query: str,
+    *,
+    settings: str = "",
+    user: str = USER,
+) -> list[Candidate]:
+    (vector,) = await embed(llm, [query])
+    await index.prepare_dimension(int(vector.size))
+    async with make_sessionmaker(engine)() as session, session.begin():
+        if settings:
+            await session.execute(text(settings))
+        return await index.vector_candidates(
+            session, (AGENT, user), vector, model=llm.embedding_model, limit=10, threshold=0.0
+        )
+
+
+QUERIES = ["tea and chess", "a nurse in lisbon", "jazz piano", "sushi ramen", "rust python"]
+
+
+async def test_a_scope_past_the_exact_size_finds_what_comparing_every_fact_finds(
+    engine: AsyncEngine, llm: LLMClient
+) -> None:
+    await fill(engine, llm, USER, 400, seed=1)
+    dimension = len((await embed(llm, ["x"]))[0])
+    through_graph = PostgresFactIndex(engine, exact_components=dimension * 50)
+    exact = PostgresFactIndex(engine, exact_components=ALWAYS_EXACT)
+    for query in QUERIES:
+        found = await candidates(engine, through_graph, llm, query)
+        assert found == await candidates(engine, exact, llm, query)
+        assert found, query
+
+
+async def test_a_user_with_few_facts_among_many_others_gets_their_best_ones(
+    engine: AsyncEngine, llm: LLMClient
+) -> None:
+    # Past the exact size (made tiny here), in a table that is nearly all someone else's
+    # facts: the graph's first candidates hold few of this user's, and the walk gives up
+    # at once (max_scan_tuples, made tiny too). The search then compares all of theirs.
+    await fill(engine, llm, "someone-else", 6000, seed=2)
+    await fill(engine, llm, USER, 30, seed=3)
+    async with engine.connect() as connection:
+        await connection.execute(text('ANALYZE "Fact"'))
+    dimension = len((await embed(llm, ["x"]))[0])
+    through_graph = PostgresFactIndex(engine, exact_components=dimension * 5)
+    exact = PostgresFactIndex(engine, exact_components=ALWAYS_EXACT)
+    for query in QUERIES:
+        found = await candidates(
+            engine, through_graph, llm, query, settings="SET LOCAL hnsw.max_scan_tuples = 1"
+        )
+        assert found == await candidates(engine, exact, llm, query)
+        assert found, query
