@@ -117,7 +117,7 @@ def _is_sqlite_file(url: URL) -> bool:
 
 # SQLAlchemy ends every transaction it began before a connection goes back to the
 # pool; the pool's own ROLLBACK on top costs a hop to the driver's thread per use,
-# and the statements sent straight to the driver (liz.db.memories) open none.
+# and the statements sent straight to the driver (liz.db.driver) open none.
 _NO_RESET_ON_RETURN: dict[str, Any] = {"pool_reset_on_return": None}
 
 # The read-only engine of each SQLite file engine (see read_engine), disposed with it.
