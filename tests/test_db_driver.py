@@ -7,10 +7,17 @@ import asyncio
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.ext.asyncio import (
+    AsyncEngine,
+    AsyncSession,
+    async_sessionmaker,
+    create_async_engine,
+)
 
 from liz.db.driver import Statement, connect
 from liz.db.memories import append_memory, count_memories, recent_memories
+from liz.db.url import normalize_database_url
 from liz.types import Memory
 
 pytestmark = pytest.mark.anyio
@@ -83,3 +90,20 @@ async def test_dates_are_stored_as_liz_stores_them(
         (found,) = await recent_memories(session, user_id="ada", agent_id="liz", limit=1)
     assert found == written
     assert found.created_at.utcoffset() == timedelta(0)
+
+
+async def test_a_connection_refused_at_connect_is_told_as_every_other_statement_failure(
+    engine: AsyncEngine, database_url: str
+) -> None:
+    """SQLAlchemy's adapter raises its own errors while connecting; they are wrapped alike."""
+    if engine.dialect.name == "sqlite":
+        missing = f"sqlite+aiosqlite:///{database_url.rsplit('/', 1)[0]}/no/such/folder/x.db"
+    else:
+        missing = database_url.rsplit("/", 1)[0] + "/no_such_database"
+    broken = create_async_engine(normalize_database_url(missing))
+    try:
+        with pytest.raises(sa_exc.DBAPIError):
+            async with connect(broken) as db:
+                await db.fetch(Statement.of("SELECT 1"))
+    finally:
+        await broken.dispose()

@@ -118,13 +118,15 @@ async def connect(engine: AsyncEngine) -> AsyncIterator[Driver]:
                 # pools do not reset what they are given back (liz.db.engine).
                 await connection.rollback()
             await greenlet_spawn(raw.close)
-    except _driver_errors(sqlite) as exc:
+    except _driver_errors(engine) as exc:
         raise sa_exc.DBAPIError.instance(None, None, exc, Exception) from exc
 
 
-def _driver_errors(sqlite: bool) -> type[Exception]:
-    if sqlite:
-        return sqlite3.Error
+def _driver_errors(engine: AsyncEngine) -> tuple[type[Exception], ...]:
+    """What the driver raises, and what SQLAlchemy's adapter of it raises while connecting."""
+    adapter: type[Exception] = engine.dialect.loaded_dbapi.Error
+    if engine.dialect.name == "sqlite":
+        return (sqlite3.Error, adapter)
     import asyncpg  # only installed with PostgreSQL support
 
-    return asyncpg.PostgresError  # type: ignore[no-any-return]
+    return (asyncpg.PostgresError, adapter)
