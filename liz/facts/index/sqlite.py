@@ -10,6 +10,7 @@ few ms); liz.facts.index.sqlite_cache keeps those matrices in step with writes.
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -43,6 +44,12 @@ _DELETE_SEARCH = text('DELETE FROM "FactSearch" WHERE rowid IN :rowids').bindpar
 )
 
 
+_SQLITE_INSERT_SEARCH = (
+    'INSERT INTO "FactSearch" (rowid, "factId", scope, text) VALUES (?, ?, ?, ?)'
+)
+_SQLITE_DELETE_SEARCH = 'DELETE FROM "FactSearch" WHERE rowid = ?'
+
+
 def search_rowid(fact_id: str) -> int:
     """The FTS5 rowid of a fact: 63 bits of its id's hash, so a change finds its row fast."""
     return int.from_bytes(hashlib.sha256(fact_id.encode()).digest()[:8], "big") >> 1
@@ -52,6 +59,26 @@ def scope_token(scope: Scope) -> str:
     """One word naming a scope in the FTS5 ``scope`` column; ids may hold any characters."""
     digest = hashlib.sha256(f"{scope[0]}\x00{scope[1]}".encode()).hexdigest()
     return f"s{digest[:32]}"
+
+
+def write_search_rows(
+    db: sqlite3.Connection, added: Sequence[IndexedFact], removed: Sequence[str]
+) -> None:
+    """:meth:`SqliteFactIndex.facts_removed` then ``facts_added``, on a bare sqlite3
+    connection in a write transaction (liz.facts.sqlite_commit)."""
+    if removed:
+        db.executemany(_SQLITE_DELETE_SEARCH, [(search_rowid(fact_id),) for fact_id in removed])
+    if added:
+        db.executemany(_SQLITE_INSERT_SEARCH, [_search_row(fact) for fact in added])
+
+
+def _search_row(fact: IndexedFact) -> tuple[int, str, str, str]:
+    return (
+        search_rowid(fact.id),
+        fact.id,
+        scope_token((fact.agent_id, fact.user_id)),
+        fact.text,
+    )
 
 
 class SqliteFactIndex:
