@@ -23,18 +23,26 @@ from liz.facts.index.protocol import (
     Candidate,
     ChangeLog,
     IndexedFact,
+    ModelPair,
     check_models,
     deterministic_top,
-    matches_per_term,
-    model_bounds,
 )
-from liz.facts.index.sqlite_cache import ScopeCache, ScopeVectors
-from liz.facts.vectors import Vector, from_stored, rounded, similarities_to
+from liz.facts.index.sqlite_cache import ScopeCache, ScopeVectors, read_history
+from liz.facts.sqlite_thread import run_on_thread
+from liz.facts.vectors import Vector, from_stored, rounded
 
-# Built once, not for every write or search.
-_SCOPE_VECTORS = text(
+# Run on the bare connection (liz.facts.sqlite_thread), as the protocol's helpers would.
+_SCOPE_VECTORS = (
     'SELECT id, embedding, hash FROM "Fact" '
-    'WHERE "agentId" = :agent AND "userId" = :user AND "retiredAt" IS NULL ORDER BY id'
+    'WHERE "agentId" = ? AND "userId" = ? AND "retiredAt" IS NULL ORDER BY id'
+)
+_MODEL_BOUND = (
+    'SELECT "embeddingModel", "embeddingDim" FROM "Fact" WHERE "agentId" = ?1 '
+    'AND "userId" = ?2 ORDER BY "embeddingModel" {0}, "embeddingDim" {0} LIMIT 1'
+)
+_MODEL_BOUNDS = (
+    f"SELECT * FROM ({_MODEL_BOUND.format('ASC')}) "
+    f"UNION ALL SELECT * FROM ({_MODEL_BOUND.format('DESC')})"
 )
 _INSERT_SEARCH = text(
     'INSERT INTO "FactSearch" (rowid, "factId", scope, text) VALUES (:rowid, :fact, :scope, :text)'
@@ -81,6 +89,40 @@ def _search_row(fact: IndexedFact) -> tuple[int, str, str, str]:
     )
 
 
+def _model_bounds(db: sqlite3.Connection, scope: Scope) -> tuple[ModelPair, ...]:
+    """:func:`~liz.facts.index.protocol.model_bounds` on the bare connection."""
+    return tuple((row[0], int(row[1])) for row in db.execute(_MODEL_BOUNDS, scope))
+
+
+def _load(
+    db: sqlite3.Connection, scope: Scope, bounds: tuple[ModelPair, ...], dimension: int
+) -> ScopeVectors:
+    """The scope's active vectors, read in one statement."""
+    rows = db.execute(_SCOPE_VECTORS, scope).fetchall()
+    if rows:
+        matrix = np.stack([from_stored(row[1]) for row in rows])
+    else:
+        matrix = np.zeros((0, dimension), dtype=np.float32)
+    return ScopeVectors([row[0] for row in rows], [row[2] for row in rows], matrix, bounds)
+
+
+def _term_matches(
+    db: sqlite3.Connection, token: str, terms: Sequence[str], cap: int
+) -> dict[str, dict[str, str]]:
+    """For each term, up to ``cap + 1`` active facts of the scope holding it, in one
+    statement (terms are letters and digits only: liz.facts.normalize)."""
+    parts = [
+        f'SELECT {number}, * FROM (SELECT "factId", text FROM "FactSearch" '
+        f'WHERE "FactSearch" MATCH ? LIMIT {cap + 1})'
+        for number in range(len(terms))
+    ]
+    bound = [f'scope : "{token}" AND text : "{term}"' for term in terms]
+    found: dict[str, dict[str, str]] = {term: {} for term in terms}
+    for number, fact_id, fact_text in db.execute(" UNION ALL ".join(parts), bound):
+        found[terms[number]][fact_id] = fact_text
+    return found
+
+
 class SqliteFactIndex:
     """The :class:`~liz.facts.index.protocol.FactIndex` for SQLite."""
 
@@ -90,22 +132,24 @@ class SqliteFactIndex:
     async def _vectors(
         self, session: AsyncSession, scope: Scope, model: str, dimension: int
     ) -> ScopeVectors:
-        mark = await self._cache.refresh(session)
-        bounds = await model_bounds(session, scope)
+        # Once per session: its snapshot does not change (learning asks once per new fact).
+        memo = ("liz.facts.index.sqlite", scope, model, dimension)
+        known = session.info.get(memo)
+        if isinstance(known, ScopeVectors):
+            return known
+        connection = await session.connection()
+        since = self._cache.history_mark
+        history, bounds = await run_on_thread(
+            connection, lambda db: (read_history(db, since), _model_bounds(db, scope))
+        )
+        mark = self._cache.take_history(history)
         await check_models(session, scope, bounds, model, dimension)
         cached = self._cache.get(scope)
-        if cached is not None and cached.bounds == bounds:
-            return cached
-        result = await session.execute(_SCOPE_VECTORS, {"agent": scope[0], "user": scope[1]})
-        rows = result.all()
-        ids = [row[0] for row in rows]
-        if rows:
-            matrix = np.stack([from_stored(row[1]) for row in rows])
-        else:
-            matrix = np.zeros((0, dimension), dtype=np.float32)
-        loaded = ScopeVectors(ids, [row[2] for row in rows], matrix, bounds)
-        self._cache.put(scope, loaded, mark)
-        return loaded
+        if cached is None or cached.bounds != bounds:
+            cached = await run_on_thread(connection, lambda db: _load(db, scope, bounds, dimension))
+            self._cache.put(scope, cached, mark)
+        session.info[memo] = cached
+        return cached
 
     async def vector_candidates(
         self,
@@ -120,11 +164,16 @@ class SqliteFactIndex:
         vectors = await self._vectors(session, scope, model, query.size)
         if not vectors.ids:
             return []
-        scores = np.round(similarities_to(vectors.matrix, query), 6)
         fetch = limit + TIE_MARGIN
-        exhausted = len(scores) < fetch
-        top = range(len(scores)) if exhausted else np.argpartition(-scores, fetch - 1)[:fetch]
-        found = [(vectors.ids[i], float(scores[i]), vectors.hashes[i]) for i in top]
+        rows, similarities = vectors.nearest(query, fetch)
+        scores = np.round(similarities, 6)
+        exhausted = len(vectors.ids) < fetch
+        top = (
+            range(len(scores))
+            if len(scores) <= fetch
+            else np.argpartition(-scores, fetch - 1)[:fetch]
+        )
+        found = [(vectors.ids[rows[i]], float(scores[i]), vectors.hashes[rows[i]]) for i in top]
         chosen = deterministic_top(found, limit, exhausted)
         return [candidate for candidate in chosen if candidate[1] >= threshold]
 
@@ -143,14 +192,12 @@ class SqliteFactIndex:
     ) -> dict[str, dict[str, str]]:
         # Unranked, so FTS5 stops after `cap + 1` matches; ranking (bm25) would visit every
         # match, and a word in every fact ("User's" holds "s") made that a scan of the scope.
+        if not terms:
+            return {}
         token = scope_token(scope)
-        return await matches_per_term(
-            session,
-            terms,
-            cap=cap,
-            one_term='SELECT "factId", text FROM "FactSearch" WHERE "FactSearch" MATCH :term{n}',
-            bind=lambda term: f'scope : "{token}" AND text : "{term}"',
-        )
+        connection = await session.connection()
+        found = await run_on_thread(connection, lambda db: _term_matches(db, token, terms, cap))
+        return {term: hits for term, hits in found.items() if len(hits) <= cap}
 
     async def prepare_dimension(self, dimension: int) -> None:
         return None
