@@ -31,8 +31,11 @@ from liz.facts.vectors import HAS_BIT_COUNT, Vector, bit_distances, sign_bits, s
 MIN_SPARE_ROWS = 64
 # Scopes with up to this many numbers (facts x dimensions, 16 MB) are scanned exactly.
 EXACT_SCAN_VALUES = 4_000_000
-# Above it, this many times the rows asked for are scored exactly after the bit pass.
+# Above it, this many times the rows asked for are scored exactly after the bit pass,
+# for vectors of at least MIN_BIT_DIMENSIONS: with fewer, signs say too little (at 256,
+# a bit pass missed rows of the exact top in half the searches of clustered vectors).
 OVERSAMPLE = 20
+MIN_BIT_DIMENSIONS = 1024
 MIN_CANDIDATES = 1000
 _HISTORY_MARK = 'SELECT max(id) FROM "FactHistory"'
 _HISTORY_SINCE = 'SELECT id, "agentId", "userId" FROM "FactHistory" WHERE id > ?'
@@ -55,7 +58,10 @@ class ScopeVectors:
         self.rows = {fact_id: row for row, fact_id in enumerate(ids)}
         self.bounds = bounds  # see protocol.model_bounds
         self._storage = _with_spare(matrix, len(ids))
-        self._bits = _with_spare(sign_bits(matrix[: len(ids)]), len(ids))
+        # Sign bits only where a search uses them (see nearest).
+        self._bits = None
+        if matrix.shape[1] >= MIN_BIT_DIMENSIONS and HAS_BIT_COUNT:
+            self._bits = _with_spare(sign_bits(matrix[: len(ids)]), len(ids))
 
     @property
     def matrix(self) -> Vector:
@@ -66,16 +72,17 @@ class ScopeVectors:
         """Rows holding the ``count`` highest similarities to ``query`` (more when
         cheaper, all of them in a small scope) and their similarities, in no order.
 
-        Up to ``EXACT_SCAN_VALUES`` numbers the whole matrix is scanned. Above that a
-        scan is bound by memory speed (100k facts x 1536 dimensions is 600 MB, 45 ms),
-        so the rows are first ranked by how many sign bits differ from the query's
-        (20 MB read), and only the ``OVERSAMPLE`` x ``count`` closest are scored
-        exactly: the similarities returned are exact, the choice of rows is not
-        guaranteed to be (bench/memory.py measures that it matched the exact scan).
+        A matrix of up to ``EXACT_SCAN_VALUES`` numbers, or of vectors shorter than
+        ``MIN_BIT_DIMENSIONS``, is scanned whole. A larger scan is bound by memory
+        speed (100k facts x 1536 dimensions is 600 MB, 45 ms), so rows are first
+        ranked by how many sign bits differ from the query's (20 MB read), and only
+        the ``OVERSAMPLE`` x ``count`` closest are scored: the similarities returned
+        are exact, the choice of rows is not guaranteed to be (bench/facts_recall.py
+        measures how often it differs from the exact scan's).
         """
         size = len(self.ids)
         candidates = max(count * OVERSAMPLE, MIN_CANDIDATES)
-        if size * query.size <= EXACT_SCAN_VALUES or size <= candidates or not HAS_BIT_COUNT:
+        if self._bits is None or size * query.size <= EXACT_SCAN_VALUES or size <= candidates:
             return np.arange(size), similarities_to(self.matrix, query)
         distances = bit_distances(self._bits[:size], sign_bits(query[np.newaxis])[0])
         rows = np.sort(np.argpartition(distances, candidates - 1)[:candidates])
@@ -85,9 +92,11 @@ class ScopeVectors:
         size = len(self.ids)
         if size == len(self._storage):
             self._storage = _with_spare(self._storage, size)
-            self._bits = _with_spare(self._bits, size)
+            if self._bits is not None:
+                self._bits = _with_spare(self._bits, size)
         self._storage[size] = vector
-        self._bits[size] = sign_bits(vector[np.newaxis])[0]
+        if self._bits is not None:
+            self._bits[size] = sign_bits(vector[np.newaxis])[0]
         self.ids.append(fact_id)
         self.hashes.append(digest)
         self.rows[fact_id] = size
@@ -100,7 +109,8 @@ class ScopeVectors:
         if row != last:
             moved = self.ids[last]
             self._storage[row] = self._storage[last]
-            self._bits[row] = self._bits[last]
+            if self._bits is not None:
+                self._bits[row] = self._bits[last]
             self.ids[row] = moved
             self.hashes[row] = self.hashes[last]
             self.rows[moved] = row
