@@ -132,11 +132,14 @@ class SqliteFactIndex:
     async def _vectors(
         self, session: AsyncSession, scope: Scope, model: str, dimension: int
     ) -> ScopeVectors:
-        # Once per session: its snapshot does not change (learning asks once per new fact).
+        # Once per transaction: its snapshot does not change (learning asks once per new
+        # fact, a search once more for its keyword hits).
         memo = ("liz.facts.index.sqlite", scope, model, dimension)
+        transaction = session.sync_session.get_transaction()
         known = session.info.get(memo)
-        if isinstance(known, ScopeVectors):
-            return known
+        if known is not None and transaction is not None and known[0] is transaction:
+            vectors: ScopeVectors = known[1]
+            return vectors
         connection = await session.connection()
         since = self._cache.history_mark
         history, bounds = await run_on_thread(
@@ -148,7 +151,7 @@ class SqliteFactIndex:
         if cached is None or cached.bounds != bounds:
             cached = await run_on_thread(connection, lambda db: _load(db, scope, bounds, dimension))
             self._cache.put(scope, cached, mark)
-        session.info[memo] = cached
+        session.info[memo] = (session.sync_session.get_transaction(), cached)
         return cached
 
     async def vector_candidates(
