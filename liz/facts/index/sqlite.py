@@ -4,7 +4,9 @@ This Python cannot load SQLite extensions (so no ``sqlite-vec`` without swapping
 the driver for everyone). An exact scan is also what keeps SQLite's answers equal
 to PostgreSQL's: one scope's vectors are read once into a float32 matrix and a
 search is one matrix-vector product (10k facts x 1536 dimensions is ~60 MB and a
-few ms); liz.facts.index.sqlite_cache keeps those matrices in step with writes.
+few ms; a large scope of long vectors is ranked by sign bits first, see
+ScopeVectors.nearest); liz.facts.index.sqlite_cache keeps those matrices in step
+with writes. Each read is one call on the connection's thread (liz.facts.sqlite_thread).
 """
 
 from __future__ import annotations
