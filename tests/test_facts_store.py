@@ -275,6 +275,7 @@ async def test_a_database_failure_is_a_storage_error_that_says_what_to_check(
             lambda: unmigrated.get("some-id", AGENT, USER),
             lambda: unmigrated.history("some-id", AGENT, USER),
             lambda: unmigrated.search("tea", AGENT, USER),
+            lambda: unmigrated.apply([{"op": "add", "text": "User likes tea"}], AGENT, USER),
         ]
         for attempt in attempts:
             with pytest.raises(StorageError) as raised:

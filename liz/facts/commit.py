@@ -18,12 +18,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import insert, update
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from liz.facts.domain import Change, Event, FactEvent, PlanConflict, WriteContext
 from liz.facts.index.protocol import ChangeLog, FactIndex, IndexedFact
 from liz.facts.normalize import fact_hash
 from liz.facts.snapshot import Snapshot, Stored, read_snapshot
+from liz.facts.sqlite_commit import commit_on_sqlite
+from liz.facts.sqlite_thread import supports
 from liz.facts.tables import FactHistoryRecord, FactRecord
 from liz.facts.vectors import Vector, for_storage
 
@@ -45,12 +47,23 @@ async def commit(
     tell ``index``. Returns the changes and what was done for each, in order.
     ``vectors`` holds the embedding of every text added or updated."""
     log = ChangeLog()
-    async with sessions() as session, session.begin():
-        snapshot = await read_snapshot(session, context.scope, context.dialect, ids, hashes)
-        changes = list(plan(snapshot))
-        events = await write_changes(session, index, snapshot, changes, vectors, context, log)
-        if context.on_commit is not None:
-            await context.on_commit(session)
+    engine = sessions.kw.get("bind")
+    if context.on_commit is None and isinstance(engine, AsyncEngine) and supports(engine):
+        # The whole transaction in one call on SQLite's thread (liz.facts.sqlite_commit).
+        # A caller's on_commit needs a session in the transaction: the path below.
+
+        def decide(snapshot: Snapshot) -> tuple[list[Change], Rows, list[FactEvent]]:
+            changes = list(plan(snapshot))
+            return changes, *planned_rows(snapshot, changes, vectors, context, log)
+
+        changes, events = await commit_on_sqlite(engine, context.scope, ids, hashes, decide, log)
+    else:
+        async with sessions() as session, session.begin():
+            snapshot = await read_snapshot(session, context.scope, context.dialect, ids, hashes)
+            changes = list(plan(snapshot))
+            events = await write_changes(session, index, snapshot, changes, vectors, context, log)
+            if context.on_commit is not None:
+                await context.on_commit(session)
     index.absorb(context.scope, log)
     return changes, events
 
@@ -99,8 +112,9 @@ _INSERT_HISTORY = insert(FactHistoryRecord).returning(
 
 
 @dataclass
-class _Statements:
-    """The rows one write inserts and updates, gathered before any is sent."""
+class Rows:
+    """The rows one write inserts and updates, gathered before any is sent; keys are
+    the models' attribute names."""
 
     context: WriteContext
     facts: list[dict[str, Any]] = field(default_factory=list)
@@ -137,9 +151,23 @@ async def write_changes(
     """Write ``changes`` (checked against ``snapshot``) in the session's transaction;
     return what was done, in order. ``log`` collects what changed; after the commit,
     pass it to ``index.absorb``."""
+    rows, events = planned_rows(snapshot, changes, vectors, context, log)
+    await _send(session, index, rows, log)
+    return events
+
+
+def planned_rows(
+    snapshot: Snapshot,
+    changes: Sequence[Change],
+    vectors: Mapping[str, Vector],
+    context: WriteContext,
+    log: ChangeLog,
+) -> tuple[Rows, list[FactEvent]]:
+    """The rows that write ``changes`` (checked against ``snapshot``) and what is done
+    for each change, in order; ``log`` takes what changes. No I/O."""
     retiring = {c.fact_id for c in changes if c.event is Event.DELETE}
     existing = {d: s for d, s in snapshot.by_hash.items() if s.id not in retiring}
-    rows = _Statements(context)
+    rows = Rows(context)
     events: list[FactEvent] = []
     for change in changes:
         if change.event is Event.NOOP:
@@ -186,11 +214,10 @@ async def write_changes(
             )
         )
         existing[digest] = Stored(fact_id, change.text, digest, change.subject, False, None)
-    await _send(session, index, rows, log)
-    return events
+    return rows, events
 
 
-async def _send(session: AsyncSession, index: FactIndex, rows: _Statements, log: ChangeLog) -> None:
+async def _send(session: AsyncSession, index: FactIndex, rows: Rows, log: ChangeLog) -> None:
     if rows.facts:  # before their history rows (foreign key)
         await session.execute(_INSERT_FACTS, rows.facts)
     for columns in {tuple(sorted(row)) for row in rows.updates}:
@@ -248,7 +275,7 @@ def _updated(
     return row
 
 
-def _retire(target: Stored, change: Change, rows: _Statements, log: ChangeLog) -> FactEvent:
+def _retire(target: Stored, change: Change, rows: Rows, log: ChangeLog) -> FactEvent:
     now = rows.context.now
     rows.updates.append(
         {"id": target.id, "retired_at": now, "invalid_from": now, "updated_at": now}

@@ -4,6 +4,7 @@ are planned again when a fact changed meanwhile; driver failures become StorageE
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import weakref
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -58,7 +59,7 @@ def database_errors() -> Iterator[None]:
     """Translate the database driver's failures, here and only here, into StorageError."""
     try:
         yield
-    except (SQLAlchemyError, OSError) as exc:
+    except (SQLAlchemyError, OSError, sqlite3.Error) as exc:
         detail = getattr(exc, "orig", None) or exc
         raise StorageError(
             f"the facts database failed ({type(detail).__name__}: {detail}); check that it is "

@@ -13,13 +13,14 @@ so keyword search costs the same in a scope of a hundred facts or a million.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Mapping, Sequence
+from dataclasses import replace
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from liz.facts.domain import Fact, Scope
 from liz.facts.index.protocol import FactIndex
 from liz.facts.normalize import fact_hash, keyword_terms
-from liz.facts.queries import records_by_id, to_fact
+from liz.facts.queries import facts_by_id
 from liz.facts.vectors import Vector
 
 # Each list offers this many times `limit` candidates to the fusion.
@@ -69,11 +70,11 @@ async def hybrid_search(
         similarities.update(await index.similarities(session, scope, missing, vector, model=model))
     ranked_by_vector = [fact_id for fact_id, _, _ in by_vector]
     chosen = fuse([ranked_by_vector, by_keyword], similarities, hashes, limit=limit)
-    records = await records_by_id(session, scope, chosen)
+    facts = await facts_by_id(session, scope, chosen)
     return [
-        to_fact(records[fact_id], score=similarities.get(fact_id))
+        replace(facts[fact_id], score=similarities.get(fact_id))
         for fact_id in chosen
-        if fact_id in records and records[fact_id].retired_at is None
+        if fact_id in facts and facts[fact_id].retired_at is None
     ]
 
 

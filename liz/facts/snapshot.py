@@ -6,13 +6,18 @@ The statements are built once, at import, not for every write.
 from __future__ import annotations
 
 import hashlib
+import json
+import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import Row, bindparam, select, text
+from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from liz.db.types import UTCDateTime
 from liz.facts.domain import Scope
 from liz.facts.tables import FactRecord
 
@@ -81,6 +86,39 @@ async def read_snapshot(
         for row in found:
             by_hash.setdefault(row.hash, _stored(row))
     return Snapshot(targets, by_hash)
+
+
+# The same reads as _BY_ID and _BY_HASH, on the bare sqlite3 connection
+# (liz.facts.sqlite_commit); a JSON array binds any number of ids or hashes.
+_SQLITE_COLUMNS = 'id, "agentId", "userId", text, hash, subject, "retiredAt", "updatedAt"'
+_SQLITE_BY_ID = f'SELECT {_SQLITE_COLUMNS} FROM "Fact" WHERE id IN (SELECT value FROM json_each(?))'
+_SQLITE_BY_HASH = (
+    f'SELECT {_SQLITE_COLUMNS} FROM "Fact" WHERE "agentId" = ? AND "userId" = ? '
+    'AND hash IN (SELECT value FROM json_each(?)) AND "retiredAt" IS NULL '
+    'ORDER BY "createdAt", id'
+)
+_TIMES = UTCDateTime()
+
+
+def read_snapshot_on_sqlite(
+    db: sqlite3.Connection, dialect: Dialect, scope: Scope, ids: list[str], hashes: list[str]
+) -> Snapshot:
+    """:func:`read_snapshot` on a SQLite connection whose transaction holds the write lock."""
+    targets: dict[str, Stored] = {}
+    if ids:
+        for row in db.execute(_SQLITE_BY_ID, (json.dumps(ids),)):
+            if (row[1], row[2]) == scope:
+                targets[row[0]] = _stored_on_sqlite(row, dialect)
+    by_hash: dict[str, Stored] = {}
+    if hashes:
+        for row in db.execute(_SQLITE_BY_HASH, (scope[0], scope[1], json.dumps(hashes))):
+            by_hash.setdefault(row[4], _stored_on_sqlite(row, dialect))
+    return Snapshot(targets, by_hash)
+
+
+def _stored_on_sqlite(row: tuple[Any, ...], dialect: Dialect) -> Stored:
+    updated_at = _TIMES.process_result_value(row[7], dialect)
+    return Stored(row[0], row[3], row[4], row[5], row[6] is not None, updated_at)
 
 
 def _stored(row: Row[str, str, str, str, str, str, datetime | None, datetime]) -> Stored:

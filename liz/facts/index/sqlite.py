@@ -4,12 +4,15 @@ This Python cannot load SQLite extensions (so no ``sqlite-vec`` without swapping
 the driver for everyone). An exact scan is also what keeps SQLite's answers equal
 to PostgreSQL's: one scope's vectors are read once into a float32 matrix and a
 search is one matrix-vector product (10k facts x 1536 dimensions is ~60 MB and a
-few ms); liz.facts.index.sqlite_cache keeps those matrices in step with writes.
+few ms; a large scope of long vectors is ranked by sign bits first, see
+ScopeVectors.nearest); liz.facts.index.sqlite_cache keeps those matrices in step
+with writes. Each read is one call on the connection's thread (liz.facts.sqlite_thread).
 """
 
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -22,18 +25,26 @@ from liz.facts.index.protocol import (
     Candidate,
     ChangeLog,
     IndexedFact,
+    ModelPair,
     check_models,
     deterministic_top,
-    matches_per_term,
-    model_bounds,
 )
-from liz.facts.index.sqlite_cache import ScopeCache, ScopeVectors
-from liz.facts.vectors import Vector, from_stored, rounded, similarities_to
+from liz.facts.index.sqlite_cache import ScopeCache, ScopeVectors, read_history
+from liz.facts.sqlite_thread import run_on_thread
+from liz.facts.vectors import Vector, from_stored, rounded
 
-# Built once, not for every write or search.
-_SCOPE_VECTORS = text(
+# Run on the bare connection (liz.facts.sqlite_thread), as the protocol's helpers would.
+_SCOPE_VECTORS = (
     'SELECT id, embedding, hash FROM "Fact" '
-    'WHERE "agentId" = :agent AND "userId" = :user AND "retiredAt" IS NULL ORDER BY id'
+    'WHERE "agentId" = ? AND "userId" = ? AND "retiredAt" IS NULL ORDER BY id'
+)
+_MODEL_BOUND = (
+    'SELECT "embeddingModel", "embeddingDim" FROM "Fact" WHERE "agentId" = ?1 '
+    'AND "userId" = ?2 ORDER BY "embeddingModel" {0}, "embeddingDim" {0} LIMIT 1'
+)
+_MODEL_BOUNDS = (
+    f"SELECT * FROM ({_MODEL_BOUND.format('ASC')}) "
+    f"UNION ALL SELECT * FROM ({_MODEL_BOUND.format('DESC')})"
 )
 _INSERT_SEARCH = text(
     'INSERT INTO "FactSearch" (rowid, "factId", scope, text) VALUES (:rowid, :fact, :scope, :text)'
@@ -41,6 +52,12 @@ _INSERT_SEARCH = text(
 _DELETE_SEARCH = text('DELETE FROM "FactSearch" WHERE rowid IN :rowids').bindparams(
     bindparam("rowids", expanding=True)
 )
+
+
+_SQLITE_INSERT_SEARCH = (
+    'INSERT INTO "FactSearch" (rowid, "factId", scope, text) VALUES (?, ?, ?, ?)'
+)
+_SQLITE_DELETE_SEARCH = 'DELETE FROM "FactSearch" WHERE rowid = ?'
 
 
 def search_rowid(fact_id: str) -> int:
@@ -54,6 +71,60 @@ def scope_token(scope: Scope) -> str:
     return f"s{digest[:32]}"
 
 
+def write_search_rows(
+    db: sqlite3.Connection, added: Sequence[IndexedFact], removed: Sequence[str]
+) -> None:
+    """:meth:`SqliteFactIndex.facts_removed` then ``facts_added``, on a bare sqlite3
+    connection in a write transaction (liz.facts.sqlite_commit)."""
+    if removed:
+        db.executemany(_SQLITE_DELETE_SEARCH, [(search_rowid(fact_id),) for fact_id in removed])
+    if added:
+        db.executemany(_SQLITE_INSERT_SEARCH, [_search_row(fact) for fact in added])
+
+
+def _search_row(fact: IndexedFact) -> tuple[int, str, str, str]:
+    return (
+        search_rowid(fact.id),
+        fact.id,
+        scope_token((fact.agent_id, fact.user_id)),
+        fact.text,
+    )
+
+
+def _model_bounds(db: sqlite3.Connection, scope: Scope) -> tuple[ModelPair, ...]:
+    """:func:`~liz.facts.index.protocol.model_bounds` on the bare connection."""
+    return tuple((row[0], int(row[1])) for row in db.execute(_MODEL_BOUNDS, scope))
+
+
+def _load(
+    db: sqlite3.Connection, scope: Scope, bounds: tuple[ModelPair, ...], dimension: int
+) -> ScopeVectors:
+    """The scope's active vectors, read in one statement."""
+    rows = db.execute(_SCOPE_VECTORS, scope).fetchall()
+    if rows:
+        matrix = np.stack([from_stored(row[1]) for row in rows])
+    else:
+        matrix = np.zeros((0, dimension), dtype=np.float32)
+    return ScopeVectors([row[0] for row in rows], [row[2] for row in rows], matrix, bounds)
+
+
+def _term_matches(
+    db: sqlite3.Connection, token: str, terms: Sequence[str], cap: int
+) -> dict[str, dict[str, str]]:
+    """For each term, up to ``cap + 1`` active facts of the scope holding it, in one
+    statement (terms are letters and digits only: liz.facts.normalize)."""
+    parts = [
+        f'SELECT {number}, * FROM (SELECT "factId", text FROM "FactSearch" '
+        f'WHERE "FactSearch" MATCH ? LIMIT {cap + 1})'
+        for number in range(len(terms))
+    ]
+    bound = [f'scope : "{token}" AND text : "{term}"' for term in terms]
+    found: dict[str, dict[str, str]] = {term: {} for term in terms}
+    for number, fact_id, fact_text in db.execute(" UNION ALL ".join(parts), bound):
+        found[terms[number]][fact_id] = fact_text
+    return found
+
+
 class SqliteFactIndex:
     """The :class:`~liz.facts.index.protocol.FactIndex` for SQLite."""
 
@@ -63,22 +134,27 @@ class SqliteFactIndex:
     async def _vectors(
         self, session: AsyncSession, scope: Scope, model: str, dimension: int
     ) -> ScopeVectors:
-        mark = await self._cache.refresh(session)
-        bounds = await model_bounds(session, scope)
+        # Once per transaction: its snapshot does not change (learning asks once per new
+        # fact, a search once more for its keyword hits).
+        memo = ("liz.facts.index.sqlite", scope, model, dimension)
+        transaction = session.sync_session.get_transaction()
+        known = session.info.get(memo)
+        if known is not None and transaction is not None and known[0] is transaction:
+            vectors: ScopeVectors = known[1]
+            return vectors
+        connection = await session.connection()
+        since = self._cache.history_mark
+        history, bounds = await run_on_thread(
+            connection, lambda db: (read_history(db, since), _model_bounds(db, scope))
+        )
+        mark = self._cache.take_history(history)
         await check_models(session, scope, bounds, model, dimension)
         cached = self._cache.get(scope)
-        if cached is not None and cached.bounds == bounds:
-            return cached
-        result = await session.execute(_SCOPE_VECTORS, {"agent": scope[0], "user": scope[1]})
-        rows = result.all()
-        ids = [row[0] for row in rows]
-        if rows:
-            matrix = np.stack([from_stored(row[1]) for row in rows])
-        else:
-            matrix = np.zeros((0, dimension), dtype=np.float32)
-        loaded = ScopeVectors(ids, [row[2] for row in rows], matrix, bounds)
-        self._cache.put(scope, loaded, mark)
-        return loaded
+        if cached is None or cached.bounds != bounds:
+            cached = await run_on_thread(connection, lambda db: _load(db, scope, bounds, dimension))
+            self._cache.put(scope, cached, mark)
+        session.info[memo] = (session.sync_session.get_transaction(), cached)
+        return cached
 
     async def vector_candidates(
         self,
@@ -93,11 +169,16 @@ class SqliteFactIndex:
         vectors = await self._vectors(session, scope, model, query.size)
         if not vectors.ids:
             return []
-        scores = np.round(similarities_to(vectors.matrix, query), 6)
         fetch = limit + TIE_MARGIN
-        exhausted = len(scores) < fetch
-        top = range(len(scores)) if exhausted else np.argpartition(-scores, fetch - 1)[:fetch]
-        found = [(vectors.ids[i], float(scores[i]), vectors.hashes[i]) for i in top]
+        rows, similarities = vectors.nearest(query, fetch)
+        scores = np.round(similarities, 6)
+        exhausted = len(vectors.ids) < fetch
+        top = (
+            range(len(scores))
+            if len(scores) <= fetch
+            else np.argpartition(-scores, fetch - 1)[:fetch]
+        )
+        found = [(vectors.ids[rows[i]], float(scores[i]), vectors.hashes[rows[i]]) for i in top]
         chosen = deterministic_top(found, limit, exhausted)
         return [candidate for candidate in chosen if candidate[1] >= threshold]
 
@@ -116,14 +197,12 @@ class SqliteFactIndex:
     ) -> dict[str, dict[str, str]]:
         # Unranked, so FTS5 stops after `cap + 1` matches; ranking (bm25) would visit every
         # match, and a word in every fact ("User's" holds "s") made that a scan of the scope.
+        if not terms:
+            return {}
         token = scope_token(scope)
-        return await matches_per_term(
-            session,
-            terms,
-            cap=cap,
-            one_term='SELECT "factId", text FROM "FactSearch" WHERE "FactSearch" MATCH :term{n}',
-            bind=lambda term: f'scope : "{token}" AND text : "{term}"',
-        )
+        connection = await session.connection()
+        found = await run_on_thread(connection, lambda db: _term_matches(db, token, terms, cap))
+        return {term: hits for term, hits in found.items() if len(hits) <= cap}
 
     async def prepare_dimension(self, dimension: int) -> None:
         return None
