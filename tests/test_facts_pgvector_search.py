@@ -4,14 +4,14 @@ and both find the facts an exact comparison finds, whatever the planner's statis
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from liz.db.engine import create_engine, make_sessionmaker
+from liz.db.engine import make_sessionmaker
 from liz.facts.index.postgres import PostgresFactIndex
 from liz.facts.index.protocol import Candidate
 from liz.facts.store import FactStore
@@ -30,18 +30,10 @@ ALWAYS_EXACT = 10**12  # components: every scope is compared in full
 
 
 @pytest.fixture
-def postgres_url(request: pytest.FixtureRequest) -> Iterator[str]:
+def database_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """PostgreSQL only: the shared ``engine`` fixture then opens it."""
     server = request.getfixturevalue("pgvector_server")
     yield from _fresh_postgres(server, request.getfixturevalue("_postgres_template"))
-
-
-@pytest.fixture
-async def engine(postgres_url: str) -> AsyncIterator[AsyncEngine]:
-    engine = create_engine(postgres_url)
-    try:
-        yield engine
-    finally:
-        await engine.dispose()
 
 
 def texts(count: int, seed: int) -> list[str]:
