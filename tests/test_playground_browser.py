@@ -61,7 +61,7 @@ def pretend_model(request: RecordedRequest) -> Any:
 
 @pytest.fixture(scope="module")
 def scripted_url() -> Iterator[str]:
-    server = ScriptedOpenAI()
+    server = ScriptedOpenAI(stream_pause=0.01)  # so the page gets the reply in pieces
     server.respond_with(pretend_model)
     with server.serve() as base_url:
         yield base_url

@@ -80,8 +80,11 @@ SCRIPTED_BASE_URL = "http://scripted/v1"
 class ScriptedOpenAI:
     """An OpenAI-compatible server whose chat answers are scripted by the test."""
 
-    def __init__(self, *, embedding_dim: int = 64) -> None:
+    def __init__(self, *, embedding_dim: int = 64, stream_pause: float = 0.0) -> None:
+        """``stream_pause``: seconds between the chunks of a streamed answer, as a real
+        model writes them (0: all at once, which a client may read as one piece)."""
         self.embedding_dim = embedding_dim
+        self.stream_pause = stream_pause
         self._lock = threading.Lock()
         self._requests: list[RecordedRequest] = []
         self._answers: deque[Answer] = deque()
@@ -201,7 +204,8 @@ class ScriptedOpenAI:
         options = body.get("stream_options") or {}
         if isinstance(options, dict) and options.get("include_usage"):
             chunks.append(chunk(completion_id, body["model"], [], token_usage))
-        return StreamingResponse(server_sent_events(chunks), media_type="text/event-stream")
+        events = server_sent_events(chunks, pause=self.stream_pause)
+        return StreamingResponse(events, media_type="text/event-stream")
 
     async def _embeddings(self, request: Request) -> Response:
         recorded, refusal = await self._receive(request)

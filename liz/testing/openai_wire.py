@@ -6,6 +6,7 @@ embedding is a hashed bag of words, so texts that share words are close.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import json
@@ -129,9 +130,13 @@ def stream_chunks(completion_id: str, model: str, content: str) -> list[dict[str
     return chunks
 
 
-async def server_sent_events(chunks: list[dict[str, Any]]) -> AsyncIterator[str]:
+async def server_sent_events(
+    chunks: list[dict[str, Any]], *, pause: float = 0.0
+) -> AsyncIterator[str]:
     for item in chunks:
         yield f"data: {json.dumps(item)}\n\n"
+        if pause:
+            await asyncio.sleep(pause)
     yield "data: [DONE]\n\n"
 
 
