@@ -172,7 +172,7 @@ class AgentFramework:
         chain = compose([*self._middleware, *agent.middleware, *self._chain])
         req = AgentRequest(input=input, agent=agent, runtime=self.runtime, dry_run=dry_run)
         res = AgentResponse(input, on_token=on_token)
-        with res.trace.recording():
+        with self.runtime.turns.one(), res.trace.recording():
             try:
                 await chain(req, res, _chain_end)
             except Exception as exc:

@@ -12,6 +12,7 @@ from liz.config import Settings
 from liz.db.engine import make_read_sessionmaker, make_sessionmaker
 from liz.errors import LLMNotConfigured
 from liz.learning_queue.worker import LearningWorker
+from liz.turns import TurnsUnderWay
 from liz.types import Clock, SystemClock
 
 if TYPE_CHECKING:
@@ -29,6 +30,8 @@ class Runtime:
     clock: Clock = field(default_factory=SystemClock)
     background: BackgroundTasks = field(default_factory=BackgroundTasks)
     facts: FactStore | None = None  # long-term facts about users; None without an LLM
+    # The turns under way: learning waits for a lull in them.
+    turns: TurnsUnderWay = field(default_factory=TurnsUnderWay)
     # One session per unit of work, from the one engine of this process.
     sessions: async_sessionmaker[AsyncSession] = field(init=False)
     # Sessions that only read: on SQLite they never wait for a writer (a write fails).

@@ -17,7 +17,7 @@ from datetime import timedelta
 from typing import Any
 
 from liz.db.driver import connect
-from liz.db.memories import append_memory, store_memory
+from liz.db.memories import insert_statement, store_memory
 from liz.learning_queue import jobs
 from liz.pipeline import AgentRequest, AgentResponse
 from liz.types import Generator, InputSource, Memory, Next
@@ -33,11 +33,11 @@ async def create_memory(req: AgentRequest, res: AgentResponse, next: Next) -> No
     learn = _learnable(req)
     engine = req.runtime.engine
     if learn:
-        async with connect(engine) as db, db.transaction():
-            await append_memory(db, said)
-            # Until the turn ends the reply may still come; after a crash it never will.
-            wait = timedelta(seconds=req.runtime.learning.settings.reply_wait_seconds)
-            await jobs.enqueue(db, said, req.agent.name, due=said.created_at + wait)
+        # Until the turn ends the reply may still come; after a crash it never will.
+        wait = timedelta(seconds=req.runtime.learning.settings.reply_wait_seconds)
+        queued = jobs.enqueue_statement(said, req.agent.name, due=said.created_at + wait)
+        async with connect(engine) as db:
+            await db.commit(insert_statement(said), queued)
     elif not req.dry_run:
         await store_memory(engine, said)
     if not req.dry_run:
@@ -58,9 +58,9 @@ async def create_memory(req: AgentRequest, res: AgentResponse, next: Next) -> No
     if not learn:
         await store_memory(engine, reply)
         return
-    async with connect(engine) as db, db.transaction():
-        await append_memory(db, reply)
-        await jobs.reply_came(db, said.id, reply.id, req.runtime.clock.now())
+    came = jobs.reply_came_statement(said.id, reply.id, req.runtime.clock.now())
+    async with connect(engine) as db:
+        await db.commit(insert_statement(reply), came)
 
 
 def _learnable(req: AgentRequest) -> bool:
@@ -77,7 +77,7 @@ async def _learn_without_reply(req: AgentRequest, memory_id: str) -> None:
     """The reply failed: learn from the input alone, when the LLM is back."""
     try:
         async with connect(req.runtime.engine) as db:
-            await jobs.reply_came(db, memory_id, None, req.runtime.clock.now())
+            await db.commit(jobs.reply_came_statement(memory_id, None, req.runtime.clock.now()))
     except Exception as exc:  # the job stays queued and becomes due after the reply wait
         logger.warning("could not mark message %s ready for learning: %s", memory_id, exc)
         return

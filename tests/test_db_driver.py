@@ -4,6 +4,7 @@ stores them, on SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
@@ -16,7 +17,7 @@ from sqlalchemy.ext.asyncio import (
 )
 
 from liz.db.driver import Statement, connect
-from liz.db.memories import append_memory, count_memories, recent_memories
+from liz.db.memories import count_memories, insert_statement, recent_memories, store_memory
 from liz.db.url import normalize_database_url
 from liz.types import Memory
 
@@ -41,42 +42,46 @@ def test_a_statement_is_written_in_each_drivers_parameter_style() -> None:
     assert statement.postgres == 'SELECT "id" FROM "Memory" WHERE "userId" = $1 LIMIT $2'
 
 
-async def test_a_transaction_that_fails_writes_nothing_and_the_connection_stays_usable(
+async def test_a_commit_whose_statement_fails_writes_nothing_and_the_connection_stays_usable(
     engine: AsyncEngine, sessions: async_sessionmaker[AsyncSession]
 ) -> None:
     start = datetime(2025, 3, 1, 12, tzinfo=UTC)
-    with pytest.raises(RuntimeError, match="half way"):
-        async with connect(engine) as db, db.transaction():
-            await append_memory(db, memory("first", start))
-            raise RuntimeError("half way")
-    async with connect(engine) as db, db.transaction():
-        await append_memory(db, memory("second", start))
-        await append_memory(db, memory("third", start + timedelta(minutes=1)))
+    first = memory("first", start)
+    with pytest.raises(sa_exc.DBAPIError, match="(?i)unique"):
+        async with connect(engine) as db:
+            await db.commit(insert_statement(first), insert_statement(first))  # the same id
+    async with connect(engine) as db:
+        second, third = memory("second", start), memory("third", start + timedelta(minutes=1))
+        await db.commit(insert_statement(second), insert_statement(third))
     async with sessions() as session:
         found = await recent_memories(session, user_id="ada", agent_id="liz", limit=10)
     assert [m.text for m in found] == ["third", "second"]
 
 
-async def test_a_transaction_cancelled_half_way_writes_nothing(
-    engine: AsyncEngine, sessions: async_sessionmaker[AsyncSession]
+@pytest.mark.parametrize("turns_before_cancel", [0, 1, 2, 5])
+async def test_a_commit_cancelled_while_it_runs_writes_all_or_nothing(
+    engine: AsyncEngine, sessions: async_sessionmaker[AsyncSession], turns_before_cancel: int
 ) -> None:
-    inside = asyncio.Event()
+    now = datetime.now(UTC)
 
-    async def write_then_wait() -> None:
-        async with connect(engine) as db, db.transaction():
-            await append_memory(db, memory("never", datetime.now(UTC)))
-            inside.set()
-            await asyncio.Event().wait()
+    async def write_two() -> None:
+        async with connect(engine) as db:
+            await db.commit(
+                insert_statement(memory("one", now)), insert_statement(memory("two", now))
+            )
 
-    task = asyncio.create_task(write_then_wait())
-    await inside.wait()
+    task = asyncio.create_task(write_two())
+    for _ in range(turns_before_cancel):
+        await asyncio.sleep(0)
     task.cancel()
-    with pytest.raises(asyncio.CancelledError):
+    with contextlib.suppress(asyncio.CancelledError):
         await task
-    async with connect(engine) as db, db.transaction():  # SQLite: the one writing connection
-        await append_memory(db, memory("after", datetime.now(UTC)))
+    async with connect(engine) as db:  # SQLite: the one writing connection, usable again
+        await db.commit(insert_statement(memory("after", now + timedelta(seconds=1))))
     async with sessions() as session:
-        assert await count_memories(session) == 1
+        assert await count_memories(session) in (1, 3)
+        (latest, *_) = await recent_memories(session, user_id="ada", agent_id="liz", limit=1)
+    assert latest.text == "after"
 
 
 async def test_dates_are_stored_as_liz_stores_them(
@@ -84,8 +89,7 @@ async def test_dates_are_stored_as_liz_stores_them(
 ) -> None:
     paris = timezone(timedelta(hours=1))
     written = memory("hello", datetime(2025, 3, 1, 13, 30, 15, 123000, tzinfo=paris))
-    async with connect(engine) as db:
-        await append_memory(db, written)
+    await store_memory(engine, written)
     async with sessions() as session:
         (found,) = await recent_memories(session, user_id="ada", agent_id="liz", limit=1)
     assert found == written

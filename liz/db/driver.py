@@ -3,7 +3,8 @@
 Through SQLAlchemy a statement costs four hops to SQLite's thread (a cursor, the
 statement, its rows, the cursor closed), a transaction two more (``BEGIN``,
 ``COMMIT``), and a session its own bookkeeping on top: together most of a turn's
-database cost. Here a statement costs one hop, or one round trip to PostgreSQL.
+database cost. Here a statement costs one hop, or one round trip to PostgreSQL, and
+statements committed together (:meth:`Driver.commit`) one hop in all on SQLite.
 
 The connection still comes from the engine's pool, so a SQLite write still waits its
 turn for the process's one writing connection; a transaction begins with ``BEGIN
@@ -14,6 +15,7 @@ Everything else goes through SQLAlchemy.
 >>> RECENT = Statement.of('SELECT "content" FROM "Memory" WHERE "userId" = {} LIMIT {}')
 >>> async with connect(engine) as db:
 ...     rows = await db.fetch(RECENT, "ada", 10)
+...     await db.commit(FORGET.bind("ada"), FORGOTTEN.bind("ada", now))
 """
 
 from __future__ import annotations
@@ -32,6 +34,23 @@ from sqlalchemy.util import greenlet_spawn
 from liz.db.types import as_utc, sqlite_milliseconds
 
 
+def _aiosqlite_runs_functions() -> bool:
+    """Whether aiosqlite's connections take a function to run on their thread.
+
+    It has no public call for this; ``_execute`` is the queue its own methods use
+    (SQLAlchemy's dialect reaches it too). Without it, a transaction's statements
+    are sent one by one.
+    """
+    try:
+        from aiosqlite import Connection
+    except ImportError:  # only PostgreSQL is installed
+        return False
+    return hasattr(Connection, "_execute") and hasattr(Connection, "_conn")
+
+
+AIOSQLITE_RUNS_FUNCTIONS = _aiosqlite_runs_functions()
+
+
 @dataclass(frozen=True)
 class Statement:
     """One SQL statement, in each driver's parameter style."""
@@ -47,6 +66,18 @@ class Statement:
             sqlite=template.format(*["?"] * count),
             postgres=template.format(*(f"${number}" for number in range(1, count + 1))),
         )
+
+    def bind(self, *parameters: Any) -> Bound:
+        """This statement with its parameters, to run later (:meth:`Driver.commit`)."""
+        return Bound(self, parameters)
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A statement and its parameters."""
+
+    statement: Statement
+    parameters: tuple[Any, ...]
 
 
 class Driver:
@@ -75,20 +106,31 @@ class Driver:
             return rows
         return await self._connection.fetch(statement.postgres, *self._bound(parameters))  # type: ignore[no-any-return]
 
-    @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[None]:
-        """Everything executed in the block is committed together, or not at all."""
+    async def commit(self, *statements: Bound) -> None:
+        """Execute ``statements`` in one transaction: all are committed, or none.
+
+        On SQLite the whole transaction (``BEGIN IMMEDIATE`` to ``COMMIT``) is one call
+        on the connection's thread. Cancelled while that call runs, it still ends
+        whole: committed, or rolled back if a statement failed.
+        """
         if not self.sqlite:
             async with self._connection.transaction():
-                yield
+                for bound in statements:
+                    await self.execute(bound.statement, *bound.parameters)
             return
-        await self._connection.execute("BEGIN IMMEDIATE")
+        work = [(bound.statement.sqlite, self._bound(bound.parameters)) for bound in statements]
+        connection = self._connection
+        if AIOSQLITE_RUNS_FUNCTIONS:
+            await connection._execute(_commit, connection._conn, work)
+            return
+        await connection.execute("BEGIN IMMEDIATE")  # an aiosqlite without _execute
         try:
-            yield
+            for sql, parameters in work:
+                await connection.execute(sql, parameters)
         except BaseException:
-            await self._connection.rollback()
+            await connection.rollback()
             raise
-        await self._connection.commit()
+        await connection.commit()
 
     def _bound(self, parameters: Sequence[Any]) -> list[Any]:
         return [self._bind(value) for value in parameters]
@@ -97,6 +139,17 @@ class Driver:
         if isinstance(value, datetime):
             return sqlite_milliseconds(value) if self.sqlite else as_utc(value)
         return value
+
+
+def _commit(db: sqlite3.Connection, work: Sequence[tuple[str, list[Any]]]) -> None:
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        for sql, parameters in work:
+            db.execute(sql, parameters)
+    except BaseException:
+        db.rollback()
+        raise
+    db.commit()
 
 
 @asynccontextmanager

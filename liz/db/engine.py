@@ -14,8 +14,10 @@ from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from sqlalchemy.ext.asyncio import create_async_engine as _create_async_engine
 from sqlalchemy.pool import NullPool
+from sqlalchemy.util import await_
 
 from liz.config import Settings
+from liz.db.driver import AIOSQLITE_RUNS_FUNCTIONS
 from liz.db.url import asyncpg_connect_args, describe, normalize_database_url
 
 logger = logging.getLogger(__name__)
@@ -177,7 +179,12 @@ def _tune_sqlite(engine: AsyncEngine, *, begin: str, read_only: bool = False) ->
         # SQLITE_BUSY when another process's writer got in between (busy_timeout
         # does not apply to that upgrade). IMMEDIATE takes the write lock up front
         # and waits for it. Read-only connections begin deferred: they never write.
-        connection.exec_driver_sql(begin)
+        driver = connection.connection.driver_connection
+        if engine.dialect.driver == "aiosqlite" and AIOSQLITE_RUNS_FUNCTIONS:
+            # One call on the connection's thread, not a statement's four (liz.db.driver).
+            await_(driver._execute(driver._conn.execute, begin))
+        else:
+            connection.exec_driver_sql(begin)
 
 
 def make_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:

@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import Table, bindparam, func, insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
 
-from liz.db.driver import Driver, Statement, connect
+from liz.db.driver import Bound, Statement, connect
 from liz.db.engine import read_engine
 from liz.db.models import MemoryRecord
 from liz.db.types import read_utc
@@ -82,13 +82,14 @@ async def store_memory(engine: AsyncEngine, memory: Memory) -> None:
     What every turn does twice, so it goes straight to the driver (liz.db.driver),
     outside any transaction: a single INSERT is its own.
     """
+    insert = insert_statement(memory)
     async with connect(engine) as db:
-        await append_memory(db, memory)
+        await db.execute(insert.statement, *insert.parameters)
 
 
-async def append_memory(db: Driver, memory: Memory) -> None:
-    """Insert `memory` on a driver connection (in its transaction, if one is open)."""
-    await db.execute(_APPEND, *_insert_values(memory).values())
+def insert_statement(memory: Memory) -> Bound:
+    """The statement that inserts `memory`, to commit with others (``Driver.commit``)."""
+    return _APPEND.bind(*_insert_values(memory).values())
 
 
 async def read_recent(

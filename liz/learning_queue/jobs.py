@@ -30,7 +30,7 @@ from sqlalchemy import (
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
-from liz.db.driver import Driver, Statement
+from liz.db.driver import Bound, Statement
 from liz.db.models import MemoryRecord
 from liz.db.types import UTCDateTime
 from liz.learning_queue.tables import FAILED, PENDING, LearningJobRecord
@@ -112,18 +112,17 @@ _BEHIND = (
 )
 
 
-async def enqueue(db: Driver, said: Memory, agent_name: str, *, due: datetime) -> None:
-    """Queue learning from ``said`` (a stored user message), to be tried from ``due`` on."""
+def enqueue_statement(said: Memory, agent_name: str, *, due: datetime) -> Bound:
+    """The statement queueing learning from ``said`` (a user message, stored in the same
+    transaction), to be tried from ``due`` on."""
     at = said.created_at
-    await db.execute(
-        _ENQUEUE, said.id, said.agent_id, said.user_id, agent_name, PENDING, due, at, at
-    )
+    return _ENQUEUE.bind(said.id, said.agent_id, said.user_id, agent_name, PENDING, due, at, at)
 
 
-async def reply_came(db: Driver, memory_id: str, reply_id: str | None, now: datetime) -> None:
-    """The turn is over (``reply_id`` is the stored reply, or None when it failed):
-    an untried job is due now."""
-    await db.execute(_REPLY_CAME, now, now, reply_id, memory_id, PENDING)
+def reply_came_statement(memory_id: str, reply_id: str | None, now: datetime) -> Bound:
+    """The statement saying the turn is over (``reply_id`` is the stored reply, or None
+    when it failed): an untried job is due now."""
+    return _REPLY_CAME.bind(now, now, reply_id, memory_id, PENDING)
 
 
 async def claim(

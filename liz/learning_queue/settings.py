@@ -21,6 +21,11 @@ class LearningSettings(BaseSettings):
     # most a round: one extraction call, one embedding request, one reconcile call, one
     # commit for them all. 1 learns each message on its own.
     batch_size: int = Field(default=8, ge=1, le=64)
+    # Learning gives way to replies: it starts once no turn has been under way in this
+    # process for this long (seconds), so a burst of turns is not slowed by it...
+    quiet_seconds: float = Field(default=0.05, ge=0)
+    # ...but waits no longer than this for such a lull (seconds; 0: it never waits).
+    max_defer_seconds: float = Field(default=5.0, ge=0)
     # A worker's claim on a job; when it runs out (the process died), another takes over.
     lease_seconds: float = Field(default=300.0, gt=0)
     # A message whose reply never came (the process died mid-request) is learned from

@@ -132,6 +132,9 @@ class LearningWorker:
     async def _work_rounds(self) -> None:
         while not self._stopping:
             self._again = False
+            await self._give_way(
+                asyncio.get_running_loop().time() + self.settings.max_defer_seconds
+            )
             claimed, outage = await self._work_batch()
             if outage:
                 break  # the LLM or the database is down: the next poll tries again
@@ -176,7 +179,8 @@ class LearningWorker:
         task = asyncio.current_task()
         if task is not None:
             self._track(task)
-        said: _Exchange = (memory_id, exchange, attempts, wait_seconds)
+        defer_until = asyncio.get_running_loop().time() + self.settings.max_defer_seconds
+        said: _Exchange = (memory_id, exchange, attempts, wait_seconds, defer_until)
         if user is None:
             await self._learn_now_round([said])
             self.wake()  # this user's next message, and anything else due
@@ -197,10 +201,11 @@ class LearningWorker:
         self.wake()
 
     async def _learn_now_round(self, batch: Sequence[_Exchange]) -> None:
+        await self._give_way(until=batch[0][4])  # the oldest message's
         facts = self._runtime.facts
         if facts is None or self._stopping:
             return
-        held = {memory_id: exchange for memory_id, exchange, _, _ in batch}
+        held = {memory_id: exchange for memory_id, exchange, _, _, _ in batch}
         try:
             runs = await self._claim_runs(memory_ids=list(held))
         except Exception as exc:
@@ -214,7 +219,7 @@ class LearningWorker:
         # Messages of the batch left out of the run (one behind a message this process
         # does not hold) stay queued; their turn's end makes them due for the poller.
         (run,) = runs
-        _, _, attempts, wait_seconds = batch[0]
+        _, _, attempts, wait_seconds, _ = batch[0]
         work = [(job, held[job.memory_id]) for job in run]
         await self._learn_with_retries(facts, work, attempts, wait_seconds)
 
@@ -328,6 +333,12 @@ class LearningWorker:
             job.user_id,
             describe(error),
         )
+
+    async def _give_way(self, until: float) -> None:
+        """Wait for a lull in this process's turns (see ``liz.turns``), until ``until``
+        (the event loop's time) at the latest."""
+        if self.settings.max_defer_seconds > 0:
+            await self._runtime.turns.lull(self.settings.quiet_seconds, until)
 
     def _track(self, task: asyncio.Task[None]) -> None:
         self._active.add(task)
@@ -476,7 +487,8 @@ def _messages(claimed: Sequence[Job]) -> str:
 
 if TYPE_CHECKING:
     _Change = Callable[[AsyncSession], Awaitable[None]]
-    # A message to learn from right after its reply: memory id, exchange, attempts, wait.
-    _Exchange = tuple[str, list[dict[str, str]], int, float]
+    # A message to learn from right after its reply: memory id, exchange, attempts, wait,
+    # and until when (the event loop's time) it waits for a lull in the turns.
+    _Exchange = tuple[str, list[dict[str, str]], int, float, float]
     # Claimed jobs of one user with their exchanges, oldest first: learned in one round.
     _Work = list[tuple[Job, list[dict[str, str]]]]

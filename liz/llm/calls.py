@@ -2,6 +2,12 @@
 
 Every ``openai`` exception met here leaves as a :class:`liz.errors.LLMError`, with
 the provider's ``Retry-After`` on ``retry_after`` when it sent one.
+
+Requests go through the SDK's ``post`` (its documented way to send a body as given)
+rather than ``chat.completions.create`` and ``embeddings.create``: those walk every
+message through each type of the SDK's message unions before sending, to rename
+fields our plain dicts never have. That walk was a seventh of a turn's CPU time
+under load. The SDK still sends, retries, authenticates, parses and raises as ever.
 """
 
 from __future__ import annotations
@@ -9,19 +15,17 @@ from __future__ import annotations
 import base64
 import logging
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 import openai
-from openai import AsyncOpenAI
-from openai.types import Embedding
+from openai import AsyncOpenAI, AsyncStream
+from openai.types import CreateEmbeddingResponse, Embedding
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from liz.llm.errors import LLMOutputError, translate_openai_error
 from liz.trace import record_llm_call
-
-if TYPE_CHECKING:
-    from openai.types.chat import ChatCompletion
 
 log = logging.getLogger(__name__)
 
@@ -35,17 +39,15 @@ async def complete(
     response_format: dict[str, Any] | None = None,
 ) -> ChatCompletion:
     """One chat completion, whole."""
-    extra: dict[str, Any] = {}
+    body: dict[str, Any] = {"model": model, "messages": messages, "stream": False}
     if temperature is not None:
-        extra["temperature"] = temperature
+        body["temperature"] = temperature
     if response_format is not None:
-        extra["response_format"] = response_format
+        body["response_format"] = response_format
     log.debug("chat completion: model %s, %d messages", model, len(messages))
     record_llm_call(model, messages, streamed=False, response_format=response_format)
     try:
-        completion: ChatCompletion = await client.chat.completions.create(
-            model=model, messages=cast(Any, messages), stream=False, **extra
-        )
+        completion = await client.post("/chat/completions", body=body, cast_to=ChatCompletion)
     except openai.OpenAIError as exc:
         raise translate_openai_error(exc, model=model) from exc
     return completion
@@ -59,11 +61,17 @@ async def stream_deltas(
     temperature: float | None = None,
 ) -> AsyncIterator[str]:
     """One chat completion, streamed: its text deltas as they arrive."""
-    extra: dict[str, Any] = {} if temperature is None else {"temperature": temperature}
+    body: dict[str, Any] = {"model": model, "messages": messages, "stream": True}
+    if temperature is not None:
+        body["temperature"] = temperature
     record_llm_call(model, messages, streamed=True)
     try:
-        chunks = await client.chat.completions.create(
-            model=model, messages=cast(Any, messages), stream=True, **extra
+        chunks = await client.post(
+            "/chat/completions",
+            body=body,
+            cast_to=ChatCompletion,
+            stream=True,
+            stream_cls=AsyncStream[ChatCompletionChunk],
         )
     except openai.OpenAIError as exc:
         raise translate_openai_error(exc, model=model) from exc
@@ -100,8 +108,10 @@ async def _embeddings(
     client: AsyncOpenAI, model: str, texts: list[str], encoding: Literal["float", "base64"]
 ) -> list[Embedding]:
     try:
-        response = await client.embeddings.create(
-            model=model, input=texts, encoding_format=encoding
+        response = await client.post(
+            "/embeddings",
+            body={"model": model, "input": texts, "encoding_format": encoding},
+            cast_to=CreateEmbeddingResponse,
         )
     except openai.OpenAIError as exc:
         raise translate_openai_error(exc, model=model) from exc
