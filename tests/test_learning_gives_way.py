@@ -1,0 +1,108 @@
+"""Learning gives way to turns: it starts in a lull (no turn under way for
+``quiet_seconds``), so a burst of turns is not slowed by it, and under unbroken turns
+it starts anyway once a message has waited ``max_defer_seconds``."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from liz.llm import LLMClient
+from liz.testing.clock import ManualClock
+from liz.testing.openai_server import RecordedRequest, ScriptedOpenAI
+from liz.turns import TurnsUnderWay
+from tests.learning_world import Brain, World, fact_text, make_world
+
+pytestmark = pytest.mark.anyio
+
+
+class HeldReply:
+    """The brain, holding the reply to one message until the test lets it go."""
+
+    def __init__(self, brain: Brain, held: str) -> None:
+        self.brain = brain
+        self.held = held
+        self.holding = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def __call__(self, request: RecordedRequest) -> Any:
+        if request.schema_name is None and self.held in request.prompt:
+            self.holding.set()
+            await self.release.wait()
+        return self.brain(request)
+
+
+@pytest.fixture
+async def world(
+    engine: AsyncEngine, llm: LLMClient, scripted: ScriptedOpenAI, database_url: str
+) -> AsyncIterator[World]:
+    brain = Brain()
+    world = make_world(
+        engine,
+        llm,
+        brain,
+        ManualClock(datetime(2026, 3, 2, 9, 0, tzinfo=UTC)),
+        database_url=database_url,
+        quiet_seconds=0.05,
+        max_defer_seconds=30,
+    )
+    yield world
+    await world.runtime.background.drain()
+
+
+async def test_a_message_is_learned_from_once_no_other_turn_is_under_way(
+    world: World, scripted: ScriptedOpenAI
+) -> None:
+    held = HeldReply(world.brain, "a long question")
+    scripted.respond_with(held)
+    slow = asyncio.create_task(world.say("bob", "a long question"))
+    await held.holding.wait()  # bob's turn is under way
+
+    await world.say("ada", "I moved to Oslo in May")
+    await asyncio.sleep(0.3)
+    assert world.brain.extractions == [], "learning started while bob's turn was under way"
+
+    held.release.set()
+    await slow
+    await world.settle()
+    assert await world.facts_of("ada") == [fact_text("I moved to Oslo in May")]
+    assert await world.facts_of("bob") == [fact_text("a long question")]
+
+
+async def test_under_unbroken_turns_a_message_waits_no_longer_than_the_limit(
+    engine: AsyncEngine, llm: LLMClient, scripted: ScriptedOpenAI, database_url: str
+) -> None:
+    brain = Brain()
+    scripted.respond_with(brain)
+    world = make_world(
+        engine,
+        llm,
+        brain,
+        ManualClock(datetime(2026, 3, 2, 9, 0, tzinfo=UTC)),
+        database_url=database_url,
+        quiet_seconds=0.05,
+        max_defer_seconds=1.0,
+    )
+    with world.runtime.turns.one():  # a turn (a stream, say) that never ends meanwhile
+        await world.say("ada", "I moved to Oslo in May")
+        await asyncio.sleep(0.1)
+        assert brain.extractions == []
+        await world.settle()  # the limit passes: learning goes ahead
+        assert await world.facts_of("ada") == [fact_text("I moved to Oslo in May")]
+
+
+async def test_a_turn_started_in_the_quiet_time_starts_the_wait_again() -> None:
+    turns = TurnsUnderWay()
+    loop = asyncio.get_running_loop()
+    waiting = asyncio.create_task(turns.lull(1.0, until=loop.time() + 30))
+    await asyncio.sleep(0.7)
+    with turns.one():
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(0.55)  # past the first quiet second, within the second one
+    assert not waiting.done()
+    await asyncio.wait_for(waiting, 10)
