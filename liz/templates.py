@@ -57,7 +57,7 @@ def neutralize(value: Any) -> Any:
 
     Plain comparisons (``a < b``, ``x<5``, ``->``) stay as they are.
     """
-    if isinstance(value, PromptText) or not isinstance(value, str):
+    if isinstance(value, PromptText) or not isinstance(value, str) or "<" not in value:
         return value
     return _TAG.sub(_soften, value)
 

@@ -1,8 +1,10 @@
 """After the reply is sent, learn from the exchange right away, in the background.
 
 ``create_memory`` has queued the job of learning from the user's message in the
-message's own transaction; this step tries it at once, with the exchange in hand,
-so facts are usually known by the user's next message. Messages of one user that
+message's own transaction; this step tries it right after the reply, with the
+exchange in hand, as soon as no other turn is under way (``LIZ_LEARNING_QUIET_SECONDS``,
+waiting ``LIZ_LEARNING_MAX_DEFER_SECONDS`` at most), so facts are usually known by the
+user's next message and a burst of turns is not slowed by learning. Messages of one user that
 arrive while an earlier one is being learned wait and are then learned together, in
 one round (``LIZ_LEARNING_BATCH_SIZE`` at most). What it cannot finish the queue
 keeps: any liz process sharing the database retries it later (see

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from pydantic import TypeAdapter
 from sqlalchemy import Table, bindparam, func, insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
 
@@ -123,7 +124,16 @@ async def recent_memories(
     return _to_memories(rows.all())
 
 
+_MEMORIES = TypeAdapter(list[Memory])
+
+
 def _to_memories(rows: Sequence[Sequence[Any]]) -> list[Memory]:
+    """The rows as memories, validated together (one call into pydantic for them all);
+    if one is bad, row by row, skipping the bad ones."""
+    try:
+        return _MEMORIES.validate_python([_fields(row) for row in rows])
+    except (TypeError, ValueError):  # a bad row: pydantic's ValidationError, bad JSON, ...
+        pass  # told row by row below
     memories = []
     for row in rows:
         memory = _to_memory(row)
@@ -132,8 +142,22 @@ def _to_memories(rows: Sequence[Sequence[Any]]) -> list[Memory]:
     return memories
 
 
-def _to_memory(row: Sequence[Any]) -> Memory | None:
+def _fields(row: Sequence[Any]) -> dict[str, Any]:
     id, user_id, agent_id, room_id, text, type, generator, created_at = row
+    return {
+        "id": id,
+        "user_id": user_id,
+        "agent_id": agent_id,
+        "room_id": room_id,
+        "content": json.loads(text),
+        "type": type,
+        "generator": generator,
+        "created_at": created_at if isinstance(created_at, datetime) else read_utc(created_at),
+    }
+
+
+def _to_memory(row: Sequence[Any]) -> Memory | None:
+    id, text = row[0], row[4]
     try:
         content = json.loads(text)
     except (TypeError, ValueError):
@@ -143,16 +167,7 @@ def _to_memory(row: Sequence[Any]) -> Memory | None:
         logger.warning("skipping memory %s: its content is JSON but not an object", id)
         return None
     try:
-        return Memory(
-            id=id,
-            user_id=user_id,
-            agent_id=agent_id,
-            room_id=room_id,
-            content=content,
-            type=type,
-            generator=generator,  # pydantic checks it is "llm" or "external"
-            created_at=created_at if isinstance(created_at, datetime) else read_utc(created_at),
-        )
+        return Memory.model_validate(_fields(row))  # pydantic checks the generator
     except ValueError as exc:  # pydantic's ValidationError, or a date no one can read
         logger.warning("skipping memory %s: %s", id, exc)
         return None

@@ -4,7 +4,8 @@ Three ways a job gets tried, all through one claim, so a job is tried by one
 worker at a time and its facts are written once:
 
 - right after the reply (``learn_now``, from the ``extract_facts`` step), with the
-  exchange in hand and a few quick retries;
+  exchange in hand and a few quick retries, once the process's turns give way (no
+  turn under way for ``quiet_seconds``, or ``max_defer_seconds`` gone by; liz.turns);
 - by this process's poller, every ``poll_seconds`` or when woken, for jobs that
   are due: retried after an outage, a reply that never came, a crash elsewhere;
 - by any other process sharing the database (PostgreSQL), the same way.
