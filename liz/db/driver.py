@@ -20,6 +20,8 @@ Everything else goes through SQLAlchemy.
 
 from __future__ import annotations
 
+import functools
+import re
 import sqlite3
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -109,14 +111,17 @@ class Driver:
     async def commit(self, *statements: Bound) -> None:
         """Execute ``statements`` in one transaction: all are committed, or none.
 
-        On SQLite the whole transaction (``BEGIN IMMEDIATE`` to ``COMMIT``) is one call
-        on the connection's thread. Cancelled while that call runs, it still ends
-        whole: committed, or rolled back if a statement failed.
+        Each costs one hop or round trip in all: on SQLite the whole transaction
+        (``BEGIN IMMEDIATE`` to ``COMMIT``) is one call on the connection's thread, and
+        cancelled while that call runs it still ends whole; on PostgreSQL they are sent
+        as one statement (each a data-modifying ``WITH`` part of it), so every one of
+        them sees the database as it was before any of them: give it statements that
+        do not read each other's rows.
         """
         if not self.sqlite:
-            async with self._connection.transaction():
-                for bound in statements:
-                    await self.execute(bound.statement, *bound.parameters)
+            parameters = [value for bound in statements for value in bound.parameters]
+            sql = _one_statement(tuple(bound.statement.postgres for bound in statements))
+            await self._connection.execute(sql, *self._bound(parameters))
             return
         work = [(bound.statement.sqlite, self._bound(bound.parameters)) for bound in statements]
         connection = self._connection
@@ -139,6 +144,27 @@ class Driver:
         if isinstance(value, datetime):
             return sqlite_milliseconds(value) if self.sqlite else as_utc(value)
         return value
+
+
+@functools.lru_cache(maxsize=64)
+def _one_statement(statements: tuple[str, ...]) -> str:
+    """PostgreSQL statements as one: ``WITH s0 AS (...), s1 AS (...) SELECT 1``, each
+    statement's ``$n`` parameters numbered on from the previous statement's."""
+    if len(statements) == 1:
+        return statements[0]
+    parts, offset = [], 0
+    for number, sql in enumerate(statements):
+        renumbered = _PARAMETER.sub(functools.partial(_shifted, by=offset), sql)
+        parts.append(f"s{number} AS ({renumbered})")
+        offset += len(set(_PARAMETER.findall(sql)))
+    return f"WITH {', '.join(parts)} SELECT 1"
+
+
+def _shifted(match: re.Match[str], *, by: int) -> str:
+    return f"${int(match[1]) + by}"
+
+
+_PARAMETER = re.compile(r"\$(\d+)")
 
 
 def _commit(db: sqlite3.Connection, work: Sequence[tuple[str, list[Any]]]) -> None:
