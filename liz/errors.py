@@ -83,10 +83,19 @@ class LLMError(LizError):
     status = 502
 
     def __init__(
-        self, message: str, *, status: int | None = None, retry_after: float | None = None
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        retry_after: float | None = None,
+        public: str | None = None,
     ) -> None:
         super().__init__(message, status=status)
         self.retry_after = retry_after
+        # What a client of the HTTP API is told, when ``message`` holds what only the
+        # server's operator should read: the provider's own words (an API key's last
+        # characters), the endpoint's address.
+        self.public = public
 
 
 class LLMNotConfigured(LLMError):

@@ -25,7 +25,7 @@ from liz.db.models import MemoryRecord
 from liz.http import create_app
 from liz.pipeline import AgentFramework, AgentRequest, AgentResponse
 from liz.runtime import Runtime
-from liz.testing.openai_server import RecordedRequest, ScriptedOpenAI
+from liz.testing.openai_server import RecordedRequest, ScriptedError, ScriptedOpenAI
 from liz.types import Next
 
 pytestmark = pytest.mark.anyio
@@ -133,6 +133,28 @@ async def test_a_well_formed_request_id_from_the_client_is_kept(client: httpx.As
     replaced = await client.get("/agents", headers={"x-request-id": "bad id\\n"})
     assert replaced.headers["x-request-id"] != "bad id\\n"
     assert len(replaced.headers["x-request-id"]) == 32
+
+
+async def test_the_providers_own_words_reach_the_log_not_the_client(
+    runtime: Runtime,
+    agent: BaseAgent,
+    scripted: ScriptedOpenAI,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    llm = scripted.llm_client(max_retries=0)
+    refused = Runtime(settings=runtime.settings, engine=runtime.engine, llm_client=llm)
+    scripted.respond_with(
+        lambda request: ScriptedError(401, "Incorrect API key provided: sk-proj-****Zq7w")
+    )
+    async with http_client(create_app(build_framework(refused), {AGENT: agent})) as client:
+        response = await client.post("/agent/input", json=message())
+    await llm.close()
+    assert response.status_code == 502
+    error = response.json()["error"]
+    assert "answered 401" in error and response.headers["x-request-id"] in error
+    assert "sk-proj" not in error and "Incorrect API key" not in error
+    assert "Incorrect API key provided: sk-proj-****Zq7w" in caplog.text
+    assert "OPENAI_API_KEY" in caplog.text  # the operator is told what to check
 
 
 async def test_a_rate_limited_llm_is_a_503_with_the_providers_retry_after(

@@ -16,7 +16,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from liz.errors import InternalError, LizError
+from liz.errors import InternalError, LizError, LLMError
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +33,10 @@ def error_body(exc: LizError, request_id: str | None) -> dict[str, Any]:
             "error": f"internal error; the server log has the details {where}",
             "requestId": request_id,
         }
+    if isinstance(exc, LLMError) and exc.public is not None:
+        # The provider's own words stay in the log (liz.pipeline logs the whole message).
+        where = f"under request id {request_id}"
+        return {"error": f"{exc.public}; the server log has the details {where}"}
     return {"error": exc.message}
 
 

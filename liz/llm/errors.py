@@ -70,6 +70,7 @@ def translate_openai_error(exc: openai.OpenAIError, *, model: str) -> LLMError:
             f"cannot reach the LLM endpoint at {exc.request.url} (model {model}): "
             "check OPENAI_BASE_URL and that the server is running",
             status=UNAVAILABLE,
+            public=f"cannot reach the LLM endpoint (model {model}); try again later",
         )
     if isinstance(exc, openai.APIStatusError):
         retry_after = parse_retry_after(exc.response.headers)
@@ -79,6 +80,8 @@ def translate_openai_error(exc: openai.OpenAIError, *, model: str) -> LLMError:
                 f"the LLM endpoint is rate limiting requests (model {model}): {detail}",
                 status=UNAVAILABLE,
                 retry_after=retry_after,
+                public=f"the LLM endpoint is rate limiting requests (model {model}); "
+                "try again later",
             )
         hint = ""
         if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
@@ -89,5 +92,10 @@ def translate_openai_error(exc: openai.OpenAIError, *, model: str) -> LLMError:
             f"the LLM endpoint answered {exc.status_code} (model {model}): {detail}{hint}",
             status=UPSTREAM_FAILED,
             retry_after=retry_after,
+            public=f"the LLM endpoint answered {exc.status_code} (model {model})",
         )
-    return LLMError(f"the LLM call failed (model {model}): {exc}", status=UPSTREAM_FAILED)
+    return LLMError(
+        f"the LLM call failed (model {model}): {exc}",
+        status=UPSTREAM_FAILED,
+        public=f"the LLM call failed (model {model})",
+    )
