@@ -89,9 +89,12 @@ class LLMError(LizError):
         status: int | None = None,
         retry_after: float | None = None,
         public: str | None = None,
+        upstream_status: int | None = None,
     ) -> None:
         super().__init__(message, status=status)
         self.retry_after = retry_after
+        # The HTTP status the endpoint answered with, when it answered with an error.
+        self.upstream_status = upstream_status
         # What a client of the HTTP API is told, when ``message`` holds what only the
         # server's operator should read: the provider's own words (an API key's last
         # characters), the endpoint's address.

@@ -47,7 +47,7 @@ async def test_a_commit_whose_statement_fails_writes_nothing_and_the_connection_
 ) -> None:
     start = datetime(2025, 3, 1, 12, tzinfo=UTC)
     first = memory("first", start)
-    with pytest.raises(sa_exc.DBAPIError, match="(?i)unique"):
+    with pytest.raises(sa_exc.DBAPIError, match=r"(?i)unique"):
         async with connect(engine) as db:
             await db.commit(insert_statement(first), insert_statement(first))  # the same id
     async with connect(engine) as db:

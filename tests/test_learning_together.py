@@ -23,7 +23,7 @@ from liz.llm import LLMClient
 from liz.testing.clock import ManualClock
 from liz.testing.openai_server import RecordedRequest, ScriptedOpenAI
 from tests.fixtures.facts import AGENT, USER, extraction, fact
-from tests.learning_world import Brain, World, fact_text, make_world
+from tests.learning_world import NUMBERED, Brain, World, fact_text, make_world
 
 pytestmark = pytest.mark.anyio
 
@@ -231,3 +231,42 @@ async def test_learning_several_exchanges_credits_each_fact_to_the_message_it_na
     }
     assert [r.schema_name for r in scripted.chat_requests] == ["ExtractedFacts"]
     assert [len(r.inputs) for r in scripted.embedding_requests] == [4]
+
+
+async def test_a_round_the_endpoint_answers_with_a_server_error_is_not_retried_one_by_one(
+    world: World, gated: GatedBrain, scripted: ScriptedOpenAI
+) -> None:
+    """A 5xx says nothing about the messages: asking for each alone would only multiply
+    the requests to an endpoint already in trouble."""
+    gate = gated.hold_next()
+    await world.say("ann", "ann note one")
+    await gated.held.wait()
+    for n in ("two", "three", "four"):
+        await world.say("ann", f"ann note {n}")
+
+    def overloaded_after_the_first(request: RecordedRequest) -> Any:
+        if request.schema_name == "ExtractedFacts" and gated.brain.extractions:
+            gated.brain.extraction_down = True  # 503: "the model is overloaded"
+        return gated.brain(request)
+
+    scripted.respond_with(overloaded_after_the_first)
+    gate.set()  # note one is learned; the round of the other three is answered 503
+    await world.settle()
+
+    asked = [
+        [said for _, said in NUMBERED.findall(request.prompt)]
+        for request in scripted.chat_requests
+        if request.schema_name == "ExtractedFacts"
+    ]
+    assert ["ann note two", "ann note three", "ann note four"] in asked
+    assert not [
+        messages for messages in asked if messages in (["ann note three"], ["ann note four"])
+    ]
+    assert [status for status, _ in await pending_and_failed(world)] == ["pending"] * 3
+
+    gated.brain.extraction_down = False
+    scripted.respond_with(gated.brain)
+    await world.later(hours=1)
+    assert sorted(await world.facts_of("ann")) == sorted(
+        fact_text(f"ann note {n}") for n in ("one", "two", "three", "four")
+    )

@@ -34,11 +34,12 @@ def is_outage(error: BaseException) -> bool:
 
 def affects_every_message(error: BaseException) -> bool:
     """The LLM or the database is unavailable (unreachable, overloaded, rate limited,
-    down): messages learned together would fare no better one by one."""
+    answering with a server error, down): messages learned together would fare no
+    better one by one."""
     if isinstance(error, LLMOutputError):
         return False
     if isinstance(error, LLMError):
-        return error.status == UNAVAILABLE
+        return error.status == UNAVAILABLE or (error.upstream_status or 0) >= 500
     return isinstance(error, StorageError | SQLAlchemyError | OSError)
 
 

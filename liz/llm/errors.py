@@ -82,6 +82,7 @@ def translate_openai_error(exc: openai.OpenAIError, *, model: str) -> LLMError:
                 retry_after=retry_after,
                 public=f"the LLM endpoint is rate limiting requests (model {model}); "
                 "try again later",
+                upstream_status=exc.status_code,
             )
         hint = ""
         if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
@@ -93,6 +94,7 @@ def translate_openai_error(exc: openai.OpenAIError, *, model: str) -> LLMError:
             status=UPSTREAM_FAILED,
             retry_after=retry_after,
             public=f"the LLM endpoint answered {exc.status_code} (model {model})",
+            upstream_status=exc.status_code,
         )
     return LLMError(
         f"the LLM call failed (model {model}): {exc}",
