@@ -217,8 +217,14 @@ def planned_rows(
     return rows, events
 
 
+# New facts and their history rows go in one statement on PostgreSQL when there are at
+# most this many (one bind parameter a column a row: a bulk batch takes the two inserts).
+ONE_STATEMENT_FACTS = 100
+
+
 async def _send(session: AsyncSession, index: FactIndex, rows: Rows, log: ChangeLog) -> None:
-    if rows.facts:  # before their history rows (foreign key)
+    together = rows.context.dialect == "postgresql" and len(rows.facts) <= ONE_STATEMENT_FACTS
+    if rows.facts and not together:  # before their history rows (foreign key)
         await session.execute(_INSERT_FACTS, rows.facts)
     for columns in {tuple(sorted(row)) for row in rows.updates}:
         await session.execute(
@@ -230,7 +236,14 @@ async def _send(session: AsyncSession, index: FactIndex, rows: Rows, log: Change
         await index.facts_removed(session, [*log.removed, *replaced])
     if log.added:
         await index.facts_added(session, log.added)
-    if rows.history:
+    if rows.facts and together:
+        # One round trip: the facts' insert rides along as a data-modifying CTE, and
+        # PostgreSQL checks the history rows' foreign key at the end of the statement.
+        added = insert(FactRecord).values(rows.facts).cte("added")
+        with_facts = insert(FactHistoryRecord).values(rows.history).add_cte(added)
+        ids = await session.scalars(with_facts.returning(FactHistoryRecord.id))
+        log.history_ids.extend(ids)
+    elif rows.history:
         ids = await session.scalars(_INSERT_HISTORY, rows.history)
         log.history_ids.extend(ids)
 
