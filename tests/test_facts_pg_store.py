@@ -90,3 +90,24 @@ async def test_a_write_whose_callback_fails_keeps_neither_facts_nor_history(
     with pytest.raises(StorageError, match="queue row"):
         await store.add("I keep bees", AGENT, USER, on_commit=refuse)
     assert await store.list(AGENT, USER, include_retired=True) == []
+
+
+async def test_a_write_the_database_refuses_keeps_nothing_and_the_next_write_goes_through(
+    store: FactStore,
+) -> None:
+    # PostgreSQL's text holds no NUL character: the insert fails after the scope's lock
+    # was taken, and the whole transaction (the lock with it) is rolled back.
+    with pytest.raises(StorageError, match="facts database failed"):
+        await store.apply(
+            [{"op": "add", "text": "User likes tea\x00", "categories": ["drinks", "taste"]}],
+            AGENT,
+            USER,
+        )
+    (result,) = await store.apply(
+        [{"op": "add", "text": "User likes coffee", "categories": ["drinks", "taste"]}],
+        AGENT,
+        USER,
+    )
+    assert result.status is ItemStatus.APPLIED
+    listed = await store.list(AGENT, USER, include_retired=True)
+    assert [fact.text for fact in listed] == ["User likes coffee"]

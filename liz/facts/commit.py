@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from liz.facts.domain import Change, Event, FactEvent, PlanConflict, WriteContext
 from liz.facts.index.protocol import ChangeLog, FactIndex, IndexedFact
 from liz.facts.normalize import fact_hash
+from liz.facts.pg_commit import commit_on_postgres
 from liz.facts.snapshot import Snapshot, Stored, read_snapshot
 from liz.facts.sqlite_commit import commit_on_sqlite
 from liz.facts.sqlite_thread import supports
@@ -30,6 +31,10 @@ from liz.facts.tables import FactHistoryRecord, FactRecord
 from liz.facts.vectors import Vector, for_storage
 
 Plan = Callable[[Snapshot], Sequence[Change]]
+# On PostgreSQL, a write of at most this many facts (ids and texts it reads) goes in a
+# few statements on the driver's own connection, new facts and their history rows in
+# one (a bind parameter a column a row); a larger one keeps the session's executemany.
+ONE_STATEMENT_FACTS = 100
 
 
 async def commit(
@@ -47,16 +52,26 @@ async def commit(
     tell ``index``. Returns the changes and what was done for each, in order.
     ``vectors`` holds the embedding of every text added or updated."""
     log = ChangeLog()
+    ids, hashes = list(ids), list(hashes)
     engine = sessions.kw.get("bind")
+
+    def decide(snapshot: Snapshot) -> tuple[list[Change], Rows, list[FactEvent]]:
+        changes = list(plan(snapshot))
+        return changes, *planned_rows(snapshot, changes, vectors, context, log)
+
+    # A caller's on_commit needs a session in the transaction: the last path.
     if context.on_commit is None and isinstance(engine, AsyncEngine) and supports(engine):
         # The whole transaction in one call on SQLite's thread (liz.facts.sqlite_commit).
-        # A caller's on_commit needs a session in the transaction: the path below.
-
-        def decide(snapshot: Snapshot) -> tuple[list[Change], Rows, list[FactEvent]]:
-            changes = list(plan(snapshot))
-            return changes, *planned_rows(snapshot, changes, vectors, context, log)
-
         changes, events = await commit_on_sqlite(engine, context.scope, ids, hashes, decide, log)
+    elif (
+        context.on_commit is None
+        and isinstance(engine, AsyncEngine)
+        and engine.dialect.name == "postgresql"
+        and len(ids) + len(hashes) <= ONE_STATEMENT_FACTS
+    ):
+        # A small write on the driver's own connection (liz.facts.pg_commit); a bulk
+        # one keeps the session, whose executemany sends any number of rows.
+        changes, events = await commit_on_postgres(engine, context.scope, ids, hashes, decide, log)
     else:
         async with sessions() as session, session.begin():
             snapshot = await read_snapshot(session, context.scope, context.dialect, ids, hashes)
@@ -215,11 +230,6 @@ def planned_rows(
         )
         existing[digest] = Stored(fact_id, change.text, digest, change.subject, False, None)
     return rows, events
-
-
-# New facts and their history rows go in one statement on PostgreSQL when there are at
-# most this many (one bind parameter a column a row: a bulk batch takes the two inserts).
-ONE_STATEMENT_FACTS = 100
 
 
 async def _send(session: AsyncSession, index: FactIndex, rows: Rows, log: ChangeLog) -> None:
