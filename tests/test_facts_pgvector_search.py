@@ -12,13 +12,15 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from liz.db.engine import make_sessionmaker
+from liz.facts.domain import EmbeddingMismatchError
 from liz.facts.index.postgres import PostgresFactIndex
 from liz.facts.index.protocol import Candidate
 from liz.facts.store import FactStore
 from liz.facts.vectors import embed
 from liz.llm import LLMClient
+from liz.testing.openai_server import ScriptedOpenAI
 from tests.fixtures.db import _fresh_postgres
-from tests.fixtures.facts import AGENT, USER, fact_settings
+from tests.fixtures.facts import AGENT, USER, fact, fact_settings, seed
 
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres]
 
@@ -107,3 +109,15 @@ async def test_a_user_with_few_facts_among_many_others_gets_their_best_ones(
         )
         assert found == await candidates(engine, exact, llm, query)
         assert found, query
+
+
+async def test_a_model_whose_dimension_changes_between_searches_is_refused(
+    store: FactStore, scripted: ScriptedOpenAI
+) -> None:
+    # The second search plans with the dimension the first one saw, before its own
+    # embedding arrives; the embedding's other dimension is still noticed and refused.
+    await seed(store, scripted, fact("User likes tea"))
+    assert [found.text for found in await store.search("tea", AGENT, USER)] == ["User likes tea"]
+    scripted.embedding_dim = 96
+    with pytest.raises(EmbeddingMismatchError, match="dimension 64"):
+        await store.search("tea", AGENT, USER)

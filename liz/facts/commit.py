@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from liz.facts.domain import Change, Event, FactEvent, PlanConflict, WriteContext
 from liz.facts.index.protocol import ChangeLog, FactIndex, IndexedFact
 from liz.facts.normalize import fact_hash
+from liz.facts.pg_commit import commit_on_postgres
 from liz.facts.snapshot import Snapshot, Stored, read_snapshot
 from liz.facts.sqlite_commit import commit_on_sqlite
 from liz.facts.sqlite_thread import supports
@@ -30,6 +31,10 @@ from liz.facts.tables import FactHistoryRecord, FactRecord
 from liz.facts.vectors import Vector, for_storage
 
 Plan = Callable[[Snapshot], Sequence[Change]]
+# On PostgreSQL, a write of at most this many facts (ids and texts it reads) goes in a
+# few statements on the driver's own connection, new facts and their history rows in
+# one (a bind parameter a column a row); a larger one keeps the session's executemany.
+ONE_STATEMENT_FACTS = 100
 
 
 async def commit(
@@ -47,16 +52,26 @@ async def commit(
     tell ``index``. Returns the changes and what was done for each, in order.
     ``vectors`` holds the embedding of every text added or updated."""
     log = ChangeLog()
+    ids, hashes = list(ids), list(hashes)
     engine = sessions.kw.get("bind")
+
+    def decide(snapshot: Snapshot) -> tuple[list[Change], Rows, list[FactEvent]]:
+        changes = list(plan(snapshot))
+        return changes, *planned_rows(snapshot, changes, vectors, context, log)
+
+    # A caller's on_commit needs a session in the transaction: the last path.
     if context.on_commit is None and isinstance(engine, AsyncEngine) and supports(engine):
         # The whole transaction in one call on SQLite's thread (liz.facts.sqlite_commit).
-        # A caller's on_commit needs a session in the transaction: the path below.
-
-        def decide(snapshot: Snapshot) -> tuple[list[Change], Rows, list[FactEvent]]:
-            changes = list(plan(snapshot))
-            return changes, *planned_rows(snapshot, changes, vectors, context, log)
-
         changes, events = await commit_on_sqlite(engine, context.scope, ids, hashes, decide, log)
+    elif (
+        context.on_commit is None
+        and isinstance(engine, AsyncEngine)
+        and engine.dialect.name == "postgresql"
+        and len(ids) + len(hashes) <= ONE_STATEMENT_FACTS
+    ):
+        # A small write on the driver's own connection (liz.facts.pg_commit); a bulk
+        # one keeps the session, whose executemany sends any number of rows.
+        changes, events = await commit_on_postgres(engine, context.scope, ids, hashes, decide, log)
     else:
         async with sessions() as session, session.begin():
             snapshot = await read_snapshot(session, context.scope, context.dialect, ids, hashes)
@@ -218,7 +233,8 @@ def planned_rows(
 
 
 async def _send(session: AsyncSession, index: FactIndex, rows: Rows, log: ChangeLog) -> None:
-    if rows.facts:  # before their history rows (foreign key)
+    together = rows.context.dialect == "postgresql" and len(rows.facts) <= ONE_STATEMENT_FACTS
+    if rows.facts and not together:  # before their history rows (foreign key)
         await session.execute(_INSERT_FACTS, rows.facts)
     for columns in {tuple(sorted(row)) for row in rows.updates}:
         await session.execute(
@@ -230,7 +246,14 @@ async def _send(session: AsyncSession, index: FactIndex, rows: Rows, log: Change
         await index.facts_removed(session, [*log.removed, *replaced])
     if log.added:
         await index.facts_added(session, log.added)
-    if rows.history:
+    if rows.facts and together:
+        # One round trip: the facts' insert rides along as a data-modifying CTE, and
+        # PostgreSQL checks the history rows' foreign key at the end of the statement.
+        added = insert(FactRecord).values(rows.facts).cte("added")
+        with_facts = insert(FactHistoryRecord).values(rows.history).add_cte(added)
+        ids = await session.scalars(with_facts.returning(FactHistoryRecord.id))
+        log.history_ids.extend(ids)
+    elif rows.history:
         ids = await session.scalars(_INSERT_HISTORY, rows.history)
         log.history_ids.extend(ids)
 

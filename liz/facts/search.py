@@ -12,6 +12,7 @@ so keyword search costs the same in a scope of a hundred facts or a million.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import replace
 
@@ -55,10 +56,12 @@ async def hybrid_search(
     matches = await index.term_matches(
         session, scope, terms, cap=max(COMMON_WORD_FACTS, candidates)
     )
-    vector = await query_vector
+    # A future, awaited here and by the index (which may read the scope's size first).
+    on_its_way = asyncio.ensure_future(query_vector)
     by_vector = await index.vector_candidates(
-        session, scope, vector, model=model, limit=candidates, threshold=threshold
+        session, scope, on_its_way, model=model, limit=candidates, threshold=threshold
     )
+    vector = await on_its_way
     hashes = {
         fact_id: fact_hash(text) for hits in matches.values() for fact_id, text in hits.items()
     }

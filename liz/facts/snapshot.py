@@ -130,6 +130,10 @@ def _stored(row: Row[str, str, str, str, str, str, datetime | None, datetime]) -
 async def lock_scope(session: AsyncSession, scope: Scope, dialect: str) -> None:
     """Serialize writers of one scope across processes (SQLite serializes all writers)."""
     if dialect == "postgresql":
-        digest = hashlib.sha256(f"liz-facts\x00{scope[0]}\x00{scope[1]}".encode()).digest()
-        key = int.from_bytes(digest[:8], "big", signed=True)
-        await session.execute(_ADVISORY_LOCK, {"key": key})
+        await session.execute(_ADVISORY_LOCK, {"key": scope_lock_key(scope)})
+
+
+def scope_lock_key(scope: Scope) -> int:
+    """The key of the scope's PostgreSQL advisory lock, the same in every process."""
+    digest = hashlib.sha256(f"liz-facts\x00{scope[0]}\x00{scope[1]}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)

@@ -9,10 +9,24 @@ index, and one HNSW index per embedding dimension.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ForeignKey, Index, Integer, LargeBinary, Text
+import numpy as np
+from sqlalchemy import (
+    REAL,
+    BindParameter,
+    ColumnElement,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    Text,
+    cast,
+)
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Mapped, mapped_column
 from sqlalchemy.types import TypeEngine
 
@@ -34,7 +48,28 @@ def _embedding_type() -> TypeEngine[Any]:
         from pgvector.sqlalchemy import VECTOR
     except ImportError:  # the "postgres" extra is not installed: SQLite only
         return LargeBinary()
-    return LargeBinary().with_variant(VECTOR(), "postgresql")
+
+    class SentAsFloats(VECTOR):
+        """pgvector's ``vector``, sent as a ``real[]`` the server casts.
+
+        pgvector's own bind writes the vector as text, one float at a time: 1.5 ms of
+        Python for 1536 dimensions, the largest part of a store's own work. The driver
+        sends a list of floats as a binary ``real[]`` in a few microseconds, exactly.
+        """
+
+        cache_ok = True
+
+        def bind_processor(self, dialect: Dialect) -> Callable[[Any], Any]:
+            return _float_list
+
+        def bind_expression(self, bindvalue: BindParameter[Any]) -> ColumnElement[Any]:
+            return cast(cast(bindvalue, ARRAY(REAL)), VECTOR())
+
+    return LargeBinary().with_variant(SentAsFloats(), "postgresql")
+
+
+def _float_list(value: Any) -> list[float] | None:
+    return None if value is None else np.asarray(value, dtype=np.float32).tolist()
 
 
 class FactRecord(Base):

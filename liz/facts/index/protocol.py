@@ -3,7 +3,7 @@ the embedding-model check and one tie-breaking rule."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -48,12 +48,16 @@ class FactIndex(Protocol):
         self,
         session: AsyncSession,
         scope: Scope,
-        query: Vector,
+        query: Vector | Awaitable[Vector],
         *,
         model: str,
         limit: int,
         threshold: float,
-    ) -> list[Candidate]: ...
+    ) -> list[Candidate]:
+        """The scope's active facts most similar to ``query``, at least ``threshold``
+        similar. ``query`` may still be on its way (an awaitable that can be awaited
+        more than once, such as a future): an index may read what it needs first."""
+        ...
 
     async def term_matches(
         self, session: AsyncSession, scope: Scope, terms: Sequence[str], *, cap: int

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Iterable, Sequence
 
 import numpy as np
 from sqlalchemy import bindparam, text
@@ -160,12 +160,14 @@ class SqliteFactIndex:
         self,
         session: AsyncSession,
         scope: Scope,
-        query: Vector,
+        query: Vector | Awaitable[Vector],
         *,
         model: str,
         limit: int,
         threshold: float,
     ) -> list[Candidate]:
+        if not isinstance(query, np.ndarray):
+            query = await query
         vectors = await self._vectors(session, scope, model, query.size)
         if not vectors.ids:
             return []

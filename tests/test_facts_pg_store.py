@@ -1,0 +1,113 @@
+"""Writes on PostgreSQL: new facts and their history rows go in one statement, up to a
+size; past it in two. Either way every fact is kept with its history, and searchable."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from liz.errors import StorageError
+from liz.facts.commit import ONE_STATEMENT_FACTS
+from liz.facts.domain import Event, ItemStatus
+from liz.facts.store import FactStore
+from liz.testing.openai_server import ScriptedOpenAI
+from tests.fixtures.db import _fresh_postgres
+from tests.fixtures.facts import AGENT, USER, extraction, fact
+
+pytestmark = [pytest.mark.anyio, pytest.mark.postgres]
+
+
+@pytest.fixture
+def database_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """PostgreSQL only: the shared ``engine`` fixture then opens it."""
+    server = request.getfixturevalue("pgvector_server")
+    yield from _fresh_postgres(server, request.getfixturevalue("_postgres_template"))
+
+
+@pytest.mark.parametrize("count", [1, ONE_STATEMENT_FACTS, ONE_STATEMENT_FACTS + 1])
+async def test_every_fact_added_in_one_batch_is_kept_with_its_history(
+    store: FactStore, count: int
+) -> None:
+    texts = [f"User keeps beehive number {number}" for number in range(count)]
+    results = await store.apply(
+        [{"op": "add", "text": text, "categories": ["bees", "hobby"]} for text in texts],
+        AGENT,
+        USER,
+    )
+    assert [result.status for result in results] == [ItemStatus.APPLIED] * count
+    listed = await store.list(AGENT, USER, limit=count + 10)
+    assert sorted(fact.text for fact in listed) == sorted(texts)
+    last = results[-1].fact_id
+    assert last is not None
+    history = await store.history(last, AGENT, USER)
+    assert [(entry.event, entry.new_text) for entry in history] == [(Event.ADD, texts[-1])]
+    found = await store.search(texts[-1], AGENT, USER, limit=1)
+    assert [fact.id for fact in found] == [last]
+
+
+async def test_adds_updates_and_deletes_in_one_batch_each_leave_their_history(
+    store: FactStore,
+) -> None:
+    first = await store.apply(
+        [
+            {"op": "add", "text": "User likes tea", "categories": ["drinks", "taste"]},
+            {"op": "add", "text": "User plays chess", "categories": ["games", "hobby"]},
+        ],
+        AGENT,
+        USER,
+    )
+    tea, chess = (result.fact_id or "" for result in first)
+    results = await store.apply(
+        [
+            {"op": "update", "id": tea, "text": "User likes oolong tea"},
+            {"op": "delete", "id": chess},
+            {"op": "add", "text": "User speaks Finnish", "categories": ["language", "skills"]},
+        ],
+        AGENT,
+        USER,
+    )
+    assert [result.status for result in results] == [ItemStatus.APPLIED] * 3
+    listed = sorted(fact.text for fact in await store.list(AGENT, USER))
+    assert listed == ["User likes oolong tea", "User speaks Finnish"]
+    assert [entry.event for entry in await store.history(tea, AGENT, USER)] == [
+        Event.ADD,
+        Event.UPDATE,
+    ]
+    assert [entry.event for entry in await store.history(chess, AGENT, USER)] == [
+        Event.ADD,
+        Event.DELETE,
+    ]
+
+
+async def test_a_write_whose_callback_fails_keeps_neither_facts_nor_history(
+    store: FactStore, scripted: ScriptedOpenAI
+) -> None:
+    async def refuse(session: object) -> None:
+        raise StorageError("the queue row could not be written")
+
+    scripted.reply(extraction(fact("User keeps bees")))
+    with pytest.raises(StorageError, match="queue row"):
+        await store.add("I keep bees", AGENT, USER, on_commit=refuse)
+    assert await store.list(AGENT, USER, include_retired=True) == []
+
+
+async def test_a_write_the_database_refuses_keeps_nothing_and_the_next_write_goes_through(
+    store: FactStore,
+) -> None:
+    # PostgreSQL's text holds no NUL character: the insert fails after the scope's lock
+    # was taken, and the whole transaction (the lock with it) is rolled back.
+    with pytest.raises(StorageError, match="facts database failed"):
+        await store.apply(
+            [{"op": "add", "text": "User likes tea\x00", "categories": ["drinks", "taste"]}],
+            AGENT,
+            USER,
+        )
+    (result,) = await store.apply(
+        [{"op": "add", "text": "User likes coffee", "categories": ["drinks", "taste"]}],
+        AGENT,
+        USER,
+    )
+    assert result.status is ItemStatus.APPLIED
+    listed = await store.list(AGENT, USER, include_retired=True)
+    assert [fact.text for fact in listed] == ["User likes coffee"]
