@@ -100,9 +100,9 @@ async def test_a_turn_started_in_the_quiet_time_starts_the_wait_again() -> None:
     turns = TurnsUnderWay()
     loop = asyncio.get_running_loop()
     waiting = asyncio.create_task(turns.lull(1.0, until=loop.time() + 30))
-    await asyncio.sleep(0.7)
+    await asyncio.sleep(0.8)
     with turns.one():
-        await asyncio.sleep(0.05)
-    await asyncio.sleep(0.55)  # past the first quiet second, within the second one
+        await asyncio.sleep(0.1)
+    await asyncio.sleep(0.2)  # past the first quiet second, early in the second one
     assert not waiting.done()
     await asyncio.wait_for(waiting, 10)
