@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
-from collections.abc import Awaitable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 
 import numpy as np
 from sqlalchemy import bindparam, text
@@ -29,7 +29,7 @@ from liz.facts.index.protocol import (
     check_models,
     deterministic_top,
 )
-from liz.facts.index.sqlite_cache import ScopeCache, ScopeVectors, read_history
+from liz.facts.index.sqlite_cache import History, ScopeCache, ScopeVectors, read_history
 from liz.facts.sqlite_thread import run_on_thread
 from liz.facts.vectors import Vector, from_stored, rounded
 
@@ -125,6 +125,17 @@ def _term_matches(
     return found
 
 
+_READ_WITH_TERMS = "liz.facts.index.sqlite.read_with_terms"
+
+
+def _scope_state(
+    scope: Scope, since: int | None
+) -> Callable[[sqlite3.Connection], tuple[History, tuple[ModelPair, ...]]]:
+    """What a scope's vectors are checked against: the history since ``since`` and the
+    scope's embedding models, read in one call on the connection's thread."""
+    return lambda db: (read_history(db, since), _model_bounds(db, scope))
+
+
 class SqliteFactIndex:
     """The :class:`~liz.facts.index.protocol.FactIndex` for SQLite."""
 
@@ -143,10 +154,13 @@ class SqliteFactIndex:
             vectors: ScopeVectors = known[1]
             return vectors
         connection = await session.connection()
-        since = self._cache.history_mark
-        history, bounds = await run_on_thread(
-            connection, lambda db: (read_history(db, since), _model_bounds(db, scope))
-        )
+        read_before = session.info.pop((_READ_WITH_TERMS, scope), None)
+        if read_before is not None and read_before[0] is transaction:
+            history, bounds = read_before[1]  # by term_matches, in the same hop
+        else:
+            history, bounds = await run_on_thread(
+                connection, _scope_state(scope, self._cache.history_mark)
+            )
         mark = self._cache.take_history(history)
         await check_models(session, scope, bounds, model, dimension)
         cached = self._cache.get(scope)
@@ -199,11 +213,16 @@ class SqliteFactIndex:
     ) -> dict[str, dict[str, str]]:
         # Unranked, so FTS5 stops after `cap + 1` matches; ranking (bm25) would visit every
         # match, and a word in every fact ("User's" holds "s") made that a scan of the scope.
-        if not terms:
-            return {}
+        # The same hop reads what the vectors need next (see _vectors): a search makes
+        # one hop fewer to the connection's thread.
         token = scope_token(scope)
         connection = await session.connection()
-        found = await run_on_thread(connection, lambda db: _term_matches(db, token, terms, cap))
+        state = _scope_state(scope, self._cache.history_mark)
+        found, read = await run_on_thread(
+            connection,
+            lambda db: (_term_matches(db, token, terms, cap) if terms else {}, state(db)),
+        )
+        session.info[(_READ_WITH_TERMS, scope)] = (session.sync_session.get_transaction(), read)
         return {term: hits for term, hits in found.items() if len(hits) <= cap}
 
     async def prepare_dimension(self, dimension: int) -> None:
