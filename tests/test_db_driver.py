@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
-from liz.db.driver import Driver, Statement, connect
+from liz.db.driver import Statement, connect
 from liz.db.memories import count_memories, insert_statement, recent_memories, store_memory
 from liz.db.url import normalize_database_url
 from liz.types import Memory
@@ -34,11 +34,6 @@ def memory(text: str, at: datetime) -> Memory:
         generator="external",
         created_at=at,
     )
-
-
-async def append(db: Driver, written: Memory) -> None:
-    insert = insert_statement(written)
-    await db.execute(insert.statement, *insert.parameters)
 
 
 def test_a_statement_is_written_in_each_drivers_parameter_style() -> None:
@@ -87,44 +82,6 @@ async def test_a_commit_cancelled_while_it_runs_writes_all_or_nothing(
         assert await count_memories(session) in (1, 3)
         (latest, *_) = await recent_memories(session, user_id="ada", agent_id="liz", limit=1)
     assert latest.text == "after"
-
-
-async def test_a_transaction_that_fails_writes_nothing_and_the_connection_stays_usable(
-    engine: AsyncEngine, sessions: async_sessionmaker[AsyncSession]
-) -> None:
-    start = datetime(2025, 3, 1, 12, tzinfo=UTC)
-    with pytest.raises(RuntimeError, match="half way"):
-        async with connect(engine) as db, db.transaction():
-            await append(db, memory("first", start))
-            raise RuntimeError("half way")
-    async with connect(engine) as db, db.transaction():
-        await append(db, memory("second", start))
-        await append(db, memory("third", start + timedelta(minutes=1)))
-    async with sessions() as session:
-        found = await recent_memories(session, user_id="ada", agent_id="liz", limit=10)
-    assert [m.text for m in found] == ["third", "second"]
-
-
-async def test_a_transaction_cancelled_half_way_writes_nothing(
-    engine: AsyncEngine, sessions: async_sessionmaker[AsyncSession]
-) -> None:
-    inside = asyncio.Event()
-
-    async def write_then_wait() -> None:
-        async with connect(engine) as db, db.transaction():
-            await append(db, memory("never", datetime.now(UTC)))
-            inside.set()
-            await asyncio.Event().wait()
-
-    task = asyncio.create_task(write_then_wait())
-    await inside.wait()
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    async with connect(engine) as db, db.transaction():  # SQLite: the one writing connection
-        await append(db, memory("after", datetime.now(UTC)))
-    async with sessions() as session:
-        assert await count_memories(session) == 1
 
 
 async def test_dates_are_stored_as_liz_stores_them(

@@ -108,29 +108,10 @@ class Driver:
             return rows
         return await self._connection.fetch(statement.postgres, *self._bound(parameters))  # type: ignore[no-any-return]
 
-    @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[None]:
-        """Everything executed in the block is committed together, or not at all.
-
-        For work that reads, decides and writes; statements known up front take
-        :meth:`commit`, which costs less.
-        """
-        if not self.sqlite:
-            async with self._connection.transaction():
-                yield
-            return
-        await self._connection.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-        except BaseException:
-            await self._connection.rollback()
-            raise
-        await self._connection.commit()
-
     async def commit(self, *statements: Bound) -> None:
         """Execute ``statements`` in one transaction: all are committed, or none.
 
-        Each costs one hop or round trip in all: on SQLite the whole transaction
+        They cost one hop or round trip in all: on SQLite the whole transaction
         (``BEGIN IMMEDIATE`` to ``COMMIT``) is one call on the connection's thread, and
         cancelled while that call runs it still ends whole; on PostgreSQL they are sent
         as one statement (each a data-modifying ``WITH`` part of it), so every one of
