@@ -37,20 +37,24 @@ class HeldReply:
         return self.brain(request)
 
 
-@pytest.fixture
-async def world(
-    engine: AsyncEngine, llm: LLMClient, scripted: ScriptedOpenAI, database_url: str
-) -> AsyncIterator[World]:
-    brain = Brain()
-    world = make_world(
+def world_giving_way(
+    engine: AsyncEngine, llm: LLMClient, database_url: str, *, max_defer_seconds: float
+) -> World:
+    """A world whose learning waits 0.05 s of quiet, ``max_defer_seconds`` at most."""
+    return make_world(
         engine,
         llm,
-        brain,
+        Brain(),
         ManualClock(datetime(2026, 3, 2, 9, 0, tzinfo=UTC)),
         database_url=database_url,
         quiet_seconds=0.05,
-        max_defer_seconds=30,
+        max_defer_seconds=max_defer_seconds,
     )
+
+
+@pytest.fixture
+async def world(engine: AsyncEngine, llm: LLMClient, database_url: str) -> AsyncIterator[World]:
+    world = world_giving_way(engine, llm, database_url, max_defer_seconds=30)
     yield world
     await world.runtime.background.drain()
 
@@ -77,17 +81,9 @@ async def test_a_message_is_learned_from_once_no_other_turn_is_under_way(
 async def test_under_unbroken_turns_a_message_waits_no_longer_than_the_limit(
     engine: AsyncEngine, llm: LLMClient, scripted: ScriptedOpenAI, database_url: str
 ) -> None:
-    brain = Brain()
+    world = world_giving_way(engine, llm, database_url, max_defer_seconds=1.0)
+    brain = world.brain
     scripted.respond_with(brain)
-    world = make_world(
-        engine,
-        llm,
-        brain,
-        ManualClock(datetime(2026, 3, 2, 9, 0, tzinfo=UTC)),
-        database_url=database_url,
-        quiet_seconds=0.05,
-        max_defer_seconds=1.0,
-    )
     with world.runtime.turns.one():  # a turn (a stream, say) that never ends meanwhile
         await world.say("ada", "I moved to Oslo in May")
         await asyncio.sleep(0.1)

@@ -22,20 +22,15 @@ from typing import Any, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from liz.db.driver import AIOSQLITE_RUNS_FUNCTIONS
+
 T = TypeVar("T")
 Work = Callable[[sqlite3.Connection], T]
 
 
 def supports(engine: AsyncEngine) -> bool:
     """True when ``engine`` is SQLite through aiosqlite with the calls used here."""
-    if engine.dialect.name != "sqlite" or engine.dialect.driver != "aiosqlite":
-        return False
-    try:
-        import aiosqlite
-    except ImportError:  # pragma: no cover - the aiosqlite dialect needs it
-        return False
-    connection_class: Any = aiosqlite.Connection
-    return hasattr(connection_class, "_execute") and hasattr(connection_class, "_conn")
+    return engine.dialect.driver == "aiosqlite" and AIOSQLITE_RUNS_FUNCTIONS
 
 
 async def run_on_thread(connection: AsyncConnection, work: Work[T]) -> T:
