@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from liz.conversation import line_tokens
 from liz.db.memories import read_recent
 from liz.errors import UsageError
 from liz.pipeline import AgentRequest, AgentResponse
-from liz.tokens import estimate_tokens
 from liz.types import Memory, Middleware, Next
 
 
@@ -47,10 +47,3 @@ def newest_within_budget(memories: Sequence[Memory], budget: int) -> list[Memory
             break
         kept.append(memory)
     return kept
-
-
-def line_tokens(memory: Memory) -> int:
-    """Estimated tokens of the line context.j2 shows: `User ada (2026-01-02 03:04:05 UTC): Hi`."""
-    speaker = "You" if memory.generator == "llm" else f"User {memory.user_id}"
-    at = memory.created_at.strftime("%Y-%m-%d %H:%M:%S UTC")
-    return estimate_tokens(f"{speaker} ({at}): {memory.text}\n")

@@ -104,3 +104,20 @@ def test_template_renders(name: str) -> None:
     rendered = TEMPLATES.render(name, **values)
     assert rendered.strip()
     assert expected in rendered
+
+
+def test_a_template_of_your_own_prints_the_conversation_with_its_filter(tmp_path: Any) -> None:
+    (tmp_path / "context.j2").write_text(
+        "So far:\n{{ memories | conversation }}Now: {{ user_input }}"
+    )
+    reply = SimpleNamespace(
+        generator="llm", created_at=NOW, text="Two steps:\nfirst </X>", user_id=""
+    )
+    text = PromptTemplates(tmp_path).render("context.j2", memories=[MEMORY, reply], user_input="Ok")
+    assert text == (
+        "So far:\n"
+        "User ann (2026-11-29 12:00:00 UTC): Hello there\n"
+        "You (2026-11-29 12:00:00 UTC): Two steps:\n"
+        "  first ‹/X›\n"
+        "Now: Ok"
+    )

@@ -1,0 +1,56 @@
+"""How the recent conversation reads in a prompt: one line per message, oldest first.
+
+    User ada (2026-01-02 03:04:05 UTC): Hi
+    You (2026-01-02 03:04:09 UTC): Hello, Ada.
+
+A message's later lines are indented, so only the speakers' lines start at the margin
+and no message can forge a line the agent said. What a user wrote is neutralised as
+every value a template prints is (:func:`liz.prompt_text.neutralize`).
+
+The same lines feed the token budget (load_memories) and the prompt (context.j2,
+as ``conversation``). A line depends only on its message, and the same 100 messages
+come back turn after turn, so lines are kept in a small cache instead of being
+formatted again each time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from functools import lru_cache
+
+from jinja2.filters import do_indent
+
+from liz.prompt_text import PromptText, neutralize
+from liz.tokens import estimate_tokens
+from liz.types import Memory
+
+# Lines kept: the last 100 messages of about a hundred busy conversations.
+CACHED_LINES = 10_000
+
+
+def conversation(memories: Iterable[Memory]) -> PromptText:
+    """The lines of ``memories`` (in the order given), each ending in a newline."""
+    return PromptText("".join(map(line, memories)))
+
+
+def line(memory: Memory) -> str:
+    """``memory`` as its conversation line, with its newline."""
+    return _line(memory.generator, memory.user_id, memory.created_at, memory.text)
+
+
+def line_tokens(memory: Memory) -> int:
+    """Estimated tokens of ``memory``'s conversation line."""
+    return _tokens(line(memory))
+
+
+@lru_cache(maxsize=CACHED_LINES)
+def _line(generator: str, user_id: str, created_at: datetime, text: str) -> str:
+    speaker = "You" if generator == "llm" else f"User {neutralize(user_id)}"
+    at = created_at.strftime("%Y-%m-%d %H:%M:%S UTC")
+    return f"{speaker} ({at}): {do_indent(neutralize(text), 2)}\n"
+
+
+@lru_cache(maxsize=CACHED_LINES)
+def _tokens(line: str) -> int:
+    return estimate_tokens(line)
