@@ -45,6 +45,11 @@ class TwitterRejected(TwitterError):
     status = 400
 
 
+class TwitterDuplicate(TwitterRejected):
+    """X refused the post because the account already posted the same text (X's error 187,
+    "duplicate content"). After a post call whose outcome was unknown, this says it is out."""
+
+
 class TwitterTransientError(TwitterError):
     """A network failure or a server error on X's side; worth retrying later."""
 
@@ -54,6 +59,16 @@ class TwitterTransientError(TwitterError):
 class TwitterOutcomeUnknown(TwitterTransientError):
     """The call failed after X may have acted on it (a timeout, a dropped connection, a
     server error): a post may be out. Look before posting it again."""
+
+
+class TwitterPostUnconfirmed(TwitterTransientError):
+    """A post whose call got no answer is not on X's timelines yet, and may still show up
+    there: the bot keeps looking (``TWITTER_UNCONFIRMED_POST_WAIT_MINUTES``) before it posts
+    it again. ``post_again_after`` is when the looking ends."""
+
+    def __init__(self, message: str, *, post_again_after: datetime) -> None:
+        super().__init__(message)
+        self.post_again_after = post_again_after
 
 
 # Failures no waiting will cure: the loops stop and ``TwitterBot.run`` raises them.
