@@ -10,7 +10,18 @@ which tweet X made of it after. From that:
   posted tweet: :func:`send_thread` again posts tweets 3 to 7;
 - a tweet whose post call began but never answered may be on X: before posting
   it again, the account's own recent tweets are searched for it, and a copy found
-  there is taken as posted.
+  there is taken as posted;
+- X's timelines lag, so not finding it proves little at first. Until
+  ``TWITTER_UNCONFIRMED_POST_WAIT_MINUTES`` have passed since that call began, a
+  miss raises :class:`TwitterPostUnconfirmed` and nothing is posted: the caller
+  looks again later (the post loop after its backoff, the reply loop each poll),
+  so the lookup is made several times, spaced out. Only a lookup made after the
+  wait that still finds nothing lets the tweet be posted again: a post is never
+  lost, and a post X took is posted again only if X hid it for the whole wait;
+- even then, X refuses the exact text the account just posted (error 187,
+  "duplicate content", :class:`TwitterDuplicate`): after an unknown outcome
+  that refusal means the tweet is out, and it is marked posted, not dropped.
+  Its id is looked up later; a thread that goes on after it waits for that id.
 
 >>> async with ctx.sessions() as session, session.begin():
 ...     await plan_thread(session, account_id=ctx.account.id, key=key, texts=texts, ...)
@@ -19,6 +30,7 @@ which tweet X made of it after. From that:
 
 from __future__ import annotations
 
+import enum
 import html
 import logging
 import re
@@ -31,9 +43,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from liz.errors import LizError
 from liz.twitter.context import BotContext
 from liz.twitter.errors import (
+    TwitterDuplicate,
     TwitterError,
     TwitterNotFound,
     TwitterOutcomeUnknown,
+    TwitterPostUnconfirmed,
     TwitterRejected,
 )
 from liz.twitter.models import OutboxTweetRecord
@@ -122,12 +136,15 @@ async def thread_is_planned(session: AsyncSession, *, account_id: int, key: str)
 
 
 async def send_thread(ctx: BotContext, key: str) -> list[int]:
-    """Post the thread's tweets not yet on X, in order; the ids of all its tweets on X.
+    """Post the thread's tweets not yet on X, in order; the ids of its tweets on X.
 
     A failure that leaves a tweet's fate unknown is raised with the thread kept: the
-    next call looks for that tweet on X first. If X refuses a tweet for good, a
-    thread with tweets out already ends there; a thread with none out is removed
-    from the outbox and the refusal raised, so the caller may write it anew.
+    next call looks for that tweet on X first, and raises :class:`TwitterPostUnconfirmed`
+    while it is not found and the wait for it is not over. If X refuses a tweet for
+    good, a thread with tweets out already ends there; a thread with none out is
+    removed from the outbox and the refusal raised, so the caller may write it anew.
+    A tweet X refused as a duplicate of its own earlier, unanswered post call is out
+    but its id may not be known yet: it is left out of the ids returned.
     """
     async with ctx.sessions() as session:
         rows = list(
@@ -151,46 +168,138 @@ async def send_thread(ctx: BotContext, key: str) -> list[int]:
             parent = int(row.tweet_id)
             on_x.append(parent)
             continue
-        tweet = await _find_lost_post(ctx, row, parent) if row.attempted_at else None
-        if tweet is None:
-            tweet = await _post(ctx, row, parent, len(rows))
-            if tweet is None:
-                break  # X refused it for good; the thread ends with what is out
+        if row.state == POSTED:
+            # Out (X called it a duplicate), id unknown: the next tweet needs it as parent.
+            if row is rows[-1]:
+                break
+            found = await _find_lost_post(ctx, row, parent)
+            if found is None:
+                raise _id_unknown(row, len(rows))
+            tweet = found
         else:
-            logger.info("found tweet %d of %s on X already; not posting it again", tweet.id, key)
+            found = await _look_before_posting_again(ctx, row, parent, len(rows))
+            outcome = found if found is not None else await _post(ctx, row, parent, len(rows))
+            if outcome is _Refused.FOR_GOOD:
+                break  # the thread ends with what is out
+            if outcome is _Refused.AS_DUPLICATE:
+                if row is rows[-1]:
+                    break
+                raise _id_unknown(row, len(rows))
+            assert isinstance(outcome, Tweet)
+            tweet = outcome
+            if found is not None:
+                logger.info(
+                    "found tweet %d of %s on X already; not posting it again", tweet.id, key
+                )
         await _set(ctx, row, state=POSTED, tweet_id=str(tweet.id), tweet=tweet)
         parent = tweet.id
         on_x.append(tweet.id)
     return on_x
 
 
-async def _post(
+async def _look_before_posting_again(
     ctx: BotContext, row: OutboxTweetRecord, parent: int | None, count: int
 ) -> Tweet | None:
-    """Post one tweet; None when X refused it for good and earlier tweets are out."""
+    """The tweet an earlier post call with no answer made, if X shows it; None when the
+    tweet may be posted (no call began, or X still does not show it after the wait)."""
+    if row.attempted_at is None:
+        return None
+    looked_at = ctx.clock.now()
+    tweet = await _find_lost_post(ctx, row, parent)
+    if tweet is not None:
+        return tweet
+    wait = timedelta(minutes=ctx.settings.unconfirmed_post_wait_minutes)
+    if looked_at < row.attempted_at + wait:
+        raise _unconfirmed(ctx, row, count, "X does not show it yet")
+    logger.warning(
+        "tweet %d of %d of %s: X still does not show it %s after its post call got no "
+        "answer; posting it again (X refuses it if it is out after all)",
+        row.position + 1,
+        count,
+        row.thread_key,
+        wait,
+    )
+    return None
+
+
+def _unconfirmed(
+    ctx: BotContext, row: OutboxTweetRecord, count: int, why: str
+) -> TwitterPostUnconfirmed:
+    assert row.attempted_at is not None
+    again = row.attempted_at + timedelta(minutes=ctx.settings.unconfirmed_post_wait_minutes)
+    return TwitterPostUnconfirmed(
+        f"tweet {row.position + 1} of {count} of {row.thread_key}: its post call of "
+        f"{row.attempted_at:%Y-%m-%d %H:%M:%S} UTC got no answer and {why}; looking again "
+        f"before posting anything more (posting it again after {again:%H:%M:%S} UTC if X "
+        "never shows it; TWITTER_UNCONFIRMED_POST_WAIT_MINUTES)",
+        post_again_after=again,
+    )
+
+
+def _id_unknown(row: OutboxTweetRecord, count: int) -> TwitterPostUnconfirmed:
+    assert row.attempted_at is not None
+    return TwitterPostUnconfirmed(
+        f"tweet {row.position + 1} of {count} of {row.thread_key} is on X (X called it a "
+        "duplicate) but X does not show it yet; the rest of the thread waits for it",
+        post_again_after=row.attempted_at,
+    )
+
+
+class _Refused(enum.Enum):
+    """What :func:`_post` returns when X did not post the tweet and the thread goes on."""
+
+    FOR_GOOD = "for good"  # the thread ends before this tweet
+    AS_DUPLICATE = "as a duplicate"  # of the earlier, unanswered call: it is out
+
+
+async def _post(
+    ctx: BotContext, row: OutboxTweetRecord, parent: int | None, count: int
+) -> Tweet | _Refused:
+    """Post one tweet, or say why X did not (when earlier tweets of the thread are out)."""
+    earlier_call = row.attempted_at
     # Noted before the call: if the process dies during it, the next run looks first.
     await _set(ctx, row, attempted_at=ctx.clock.now())
     try:
         return await ctx.transport.post(row.text, reply_to=parent)
     except TwitterOutcomeUnknown:
         raise  # it may be on X: attemptedAt stays, and the next try looks for it first
-    except TwitterError as exc:
-        # X answered, and it did not post the tweet.
-        if row.position == 0:
-            await _drop_thread(ctx, row.thread_key)
-            raise
-        if not isinstance(exc, TwitterRejected | TwitterNotFound):
-            await _set(ctx, row, attempted_at=None)
-            raise
+    except TwitterDuplicate as exc:
+        if earlier_call is None:
+            return await _refused(ctx, row, count, exc)  # the agent repeated an old post
+        # X already has this text from the call whose answer was lost: it is out.
         logger.warning(
-            "thread %s cut short after %d of %d tweets: %s",
-            row.thread_key,
-            row.position,
+            "tweet %d of %d of %s: X refused it as a duplicate (%s), so the earlier post "
+            "call did reach X; taken as posted, not posted again",
+            row.position + 1,
             count,
+            row.thread_key,
             exc.message,
         )
-        await _drop_rest(ctx, row)
-        return None
+        await _set(ctx, row, state=POSTED, attempted_at=earlier_call)
+        return _Refused.AS_DUPLICATE
+    except TwitterError as exc:
+        return await _refused(ctx, row, count, exc)
+
+
+async def _refused(
+    ctx: BotContext, row: OutboxTweetRecord, count: int, exc: TwitterError
+) -> _Refused:
+    """X answered, and it did not post the tweet."""
+    if row.position == 0:
+        await _drop_thread(ctx, row.thread_key)
+        raise exc
+    if not isinstance(exc, TwitterRejected | TwitterNotFound):
+        await _set(ctx, row, attempted_at=None)
+        raise exc
+    logger.warning(
+        "thread %s cut short after %d of %d tweets: %s",
+        row.thread_key,
+        row.position,
+        count,
+        exc.message,
+    )
+    await _drop_rest(ctx, row)
+    return _Refused.FOR_GOOD
 
 
 async def _find_lost_post(

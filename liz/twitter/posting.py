@@ -92,6 +92,10 @@ async def write_and_post(ctx: BotContext) -> list[int]:
 
 async def _send(ctx: BotContext, key: str) -> list[int]:
     tweet_ids = await send_thread(ctx, key)
+    if not tweet_ids:
+        # X refused it as a copy of the earlier call's post: it is out, its id not known.
+        logger.info("posted %s (X does not show it yet)", key)
+        return tweet_ids
     logger.info(
         "posted https://x.com/%s/status/%d (%d tweet(s))",
         ctx.account.username,

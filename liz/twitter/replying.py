@@ -33,6 +33,7 @@ from liz.twitter.errors import (
     FATAL_ERRORS,
     TwitterError,
     TwitterNotFound,
+    TwitterPostUnconfirmed,
     TwitterRateLimited,
     TwitterRejected,
     TwitterTransientError,
@@ -207,7 +208,11 @@ class ReplyCycle:
             keys = await unfinished_threads(session, account_id=ctx.account.id, prefix=REPLY_PREFIX)
         for key in keys:
             logger.info("finishing the reply to tweet %d", replied_tweet_id(key))
-            await self._send_reply(key)
+            try:
+                await self._send_reply(key)
+            except TwitterPostUnconfirmed as exc:
+                # Looked for again next poll; other mentions need not wait for it.
+                logger.warning("%s", exc.message)
 
     async def _send_reply(self, key: str) -> None:
         """Post the reply's tweets not yet on X; mark the tweet "replied" once all are out."""
