@@ -160,3 +160,18 @@ def test_a_negative_wait_is_refused_naming_the_setting(monkeypatch: pytest.Monke
     monkeypatch.setenv("TWITTER_UNCONFIRMED_POST_WAIT_MINUTES", "-5")
     with pytest.raises(UsageError, match=r"TWITTER_UNCONFIRMED_POST_WAIT_MINUTES='-5'.*0"):
         load_settings(TwitterSettings, _env_file=None)
+
+
+@pytest.mark.anyio
+async def test_a_restart_while_looking_does_not_post_it_again(world: World) -> None:
+    x = world.x
+    x.time_out_after_accepting(unseen_for=timedelta(minutes=10))
+    first = await world.start(world.bot(post_immediately=True))
+    await first.stop()
+    await world.clock.advance(minutes=2)
+    await world.start(world.bot(post_immediately=True))
+    await world.clock.advance(hours=1)
+    assert [t.text for t in top_level_posts(x)] == ["Post number 1 about tea."]
+    assert world.brain.posts == 1
+    [row] = await world.rows(OutboxTweetRecord)
+    assert (row.state, row.tweet_id) == ("posted", str(x.posts[0].id))

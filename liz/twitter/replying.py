@@ -8,6 +8,10 @@ transaction, then posted; it is marked "replied" only once all its tweets are
 on X. An unfinished reply (cut short, or its fate unknown after a timeout) is
 finished at the start of the next cycle, never written and posted anew; only
 when X refuses its first tweet is the mark taken back, so it is tried again.
+A reply whose post call got no answer is sent again only once X has not shown
+it for ``TWITTER_UNCONFIRMED_POST_WAIT_MINUTES`` (:mod:`liz.twitter.outbox`); it
+is looked for at the start of each cycle meanwhile, and other mentions are
+answered as usual while it waits.
 Every page of new tweets is read back to the cursor before any is handled (a
 storm of mentions may take several polls when X rate-limits the reading).
 Tweets are handled oldest first and a cycle stops at the first failure that
