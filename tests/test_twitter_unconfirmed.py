@@ -15,7 +15,7 @@ import pytest
 from liz.errors import UsageError
 from liz.settings_errors import load_settings
 from liz.testing.fake_twitter import FakeTwitter
-from liz.twitter.errors import TwitterOutcomeUnknown
+from liz.twitter.errors import TwitterOutcomeUnknown, TwitterTransientError
 from liz.twitter.models import HandledTweetRecord, OutboxTweetRecord
 from liz.twitter.settings import TwitterSettings
 
@@ -175,3 +175,17 @@ async def test_a_restart_while_looking_does_not_post_it_again(world: World) -> N
     assert world.brain.posts == 1
     [row] = await world.rows(OutboxTweetRecord)
     assert (row.state, row.tweet_id) == ("posted", str(x.posts[0].id))
+
+
+@pytest.mark.anyio
+async def test_a_failed_second_call_keeps_the_first_ones_outcome_unknown(world: World) -> None:
+    x = x_refusing_duplicates(world)
+    x.time_out_after_accepting(unseen_for=timedelta(hours=3))
+    x.fail_next(TwitterTransientError("X is over capacity"), operations=("post",))
+    await world.start(world.bot(post_immediately=True, unconfirmed_post_wait_minutes=5))
+    await world.clock.advance(hours=1)
+    # Posted, then sent again after the wait (over capacity), then again (a duplicate):
+    # never written anew, so X's refusal of the same text still tells that it is out.
+    assert [t.text for t in top_level_posts(x)] == ["Post number 1 about tea."]
+    assert world.brain.posts == 1
+    assert x.calls.count("post") == 3

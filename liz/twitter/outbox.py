@@ -265,7 +265,7 @@ async def _post(
         raise  # it may be on X: attemptedAt stays, and the next try looks for it first
     except TwitterDuplicate as exc:
         if earlier_call is None:
-            return await _refused(ctx, row, count, exc)  # the agent repeated an old post
+            return await _refused(ctx, row, count, exc, None)  # the agent repeated a post
         # X already has this text from the call whose answer was lost: it is out.
         logger.warning(
             "tweet %d of %d of %s: X refused it as a duplicate (%s), so the earlier post "
@@ -278,18 +278,25 @@ async def _post(
         await _set(ctx, row, state=POSTED, attempted_at=earlier_call)
         return _Refused.AS_DUPLICATE
     except TwitterError as exc:
-        return await _refused(ctx, row, count, exc)
+        return await _refused(ctx, row, count, exc, earlier_call)
 
 
 async def _refused(
-    ctx: BotContext, row: OutboxTweetRecord, count: int, exc: TwitterError
+    ctx: BotContext,
+    row: OutboxTweetRecord,
+    count: int,
+    exc: TwitterError,
+    earlier_call: datetime | None,
 ) -> _Refused:
-    """X answered, and it did not post the tweet."""
+    """X answered, and it did not post the tweet (this time)."""
+    passing = not isinstance(exc, TwitterRejected | TwitterNotFound)
+    if passing and (row.position > 0 or earlier_call is not None):
+        # Tried again later. An earlier call's outcome is still unknown: kept, so the
+        # tweet is neither written anew nor posted without looking for it first.
+        await _set(ctx, row, attempted_at=earlier_call)
+        raise exc
     if row.position == 0:
         await _drop_thread(ctx, row.thread_key)
-        raise exc
-    if not isinstance(exc, TwitterRejected | TwitterNotFound):
-        await _set(ctx, row, attempted_at=None)
         raise exc
     logger.warning(
         "thread %s cut short after %d of %d tweets: %s",
