@@ -64,11 +64,7 @@ class TwitterOutcomeUnknown(TwitterTransientError):
 class TwitterPostUnconfirmed(TwitterTransientError):
     """A post whose call got no answer is not on X's timelines yet, and may still show up
     there: the bot keeps looking (``TWITTER_UNCONFIRMED_POST_WAIT_MINUTES``) before it posts
-    it again. ``post_again_after`` is when the looking ends."""
-
-    def __init__(self, message: str, *, post_again_after: datetime) -> None:
-        super().__init__(message)
-        self.post_again_after = post_again_after
+    it again, and posts nothing more of that thread meanwhile."""
 
 
 # Failures no waiting will cure: the loops stop and ``TwitterBot.run`` raises them.

@@ -11,15 +11,16 @@ which tweet X made of it after. From that:
 - a tweet whose post call began but never answered may be on X: before posting
   it again, the account's own recent tweets are searched for it, and a copy found
   there is taken as posted;
-- X's timelines lag, so not finding it proves little at first. Until
-  ``TWITTER_UNCONFIRMED_POST_WAIT_MINUTES`` have passed since that call began, a
-  miss raises :class:`TwitterPostUnconfirmed` and nothing is posted: the caller
+- X's timelines lag, so not finding it proves little at first
+  (:mod:`liz.twitter.lost_posts`). Until ``TWITTER_UNCONFIRMED_POST_WAIT_MINUTES``
+  have passed since that call began, a miss raises
+  :class:`~liz.twitter.errors.TwitterPostUnconfirmed` and nothing is posted: the caller
   looks again later (the post loop after its backoff, the reply loop each poll),
   so the lookup is made several times, spaced out. Only a lookup made after the
   wait that still finds nothing lets the tweet be posted again: a post is never
   lost, and a post X took is posted again only if X hid it for the whole wait;
 - even then, X refuses the exact text the account just posted (error 187,
-  "duplicate content", :class:`TwitterDuplicate`): after an unknown outcome
+  "duplicate content", :class:`~liz.twitter.errors.TwitterDuplicate`): after an unknown outcome
   that refusal means the tweet is out, and it is marked posted, not dropped.
   Its id is looked up later; a thread that goes on after it waits for that id.
 
@@ -31,11 +32,9 @@ which tweet X made of it after. From that:
 from __future__ import annotations
 
 import enum
-import html
 import logging
-import re
 import uuid
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -47,9 +46,9 @@ from liz.twitter.errors import (
     TwitterError,
     TwitterNotFound,
     TwitterOutcomeUnknown,
-    TwitterPostUnconfirmed,
     TwitterRejected,
 )
+from liz.twitter.lost_posts import find_lost_post, id_unknown, look_before_posting_again
 from liz.twitter.models import OutboxTweetRecord
 from liz.twitter.store import save_tweets
 from liz.twitter.transport import Tweet
@@ -58,8 +57,6 @@ logger = logging.getLogger(__name__)
 
 REPLY_PREFIX = "reply:"
 POST_PREFIX = "post:"
-# How long before our clock's "the call began" X may date the tweet (clocks differ).
-CLOCK_SLACK = timedelta(minutes=15)
 
 PLANNED, POSTED, DROPPED = "planned", "posted", "dropped"
 
@@ -139,8 +136,9 @@ async def send_thread(ctx: BotContext, key: str) -> list[int]:
     """Post the thread's tweets not yet on X, in order; the ids of its tweets on X.
 
     A failure that leaves a tweet's fate unknown is raised with the thread kept: the
-    next call looks for that tweet on X first, and raises :class:`TwitterPostUnconfirmed`
-    while it is not found and the wait for it is not over. If X refuses a tweet for
+    next call looks for that tweet on X first, and raises
+    :class:`~liz.twitter.errors.TwitterPostUnconfirmed` while it is not found and the
+    wait for it is not over. If X refuses a tweet for
     good, a thread with tweets out already ends there; a thread with none out is
     removed from the outbox and the refusal raised, so the caller may write it anew.
     A tweet X refused as a duplicate of its own earlier, unanswered post call is out
@@ -172,19 +170,19 @@ async def send_thread(ctx: BotContext, key: str) -> list[int]:
             # Out (X called it a duplicate), id unknown: the next tweet needs it as parent.
             if row is rows[-1]:
                 break
-            found = await _find_lost_post(ctx, row, parent)
+            found = await find_lost_post(ctx, row, parent)
             if found is None:
-                raise _id_unknown(row, len(rows))
+                raise id_unknown(row, len(rows))
             tweet = found
         else:
-            found = await _look_before_posting_again(ctx, row, parent, len(rows))
+            found = await look_before_posting_again(ctx, row, parent, len(rows))
             outcome = found if found is not None else await _post(ctx, row, parent, len(rows))
             if outcome is _Refused.FOR_GOOD:
                 break  # the thread ends with what is out
             if outcome is _Refused.AS_DUPLICATE:
                 if row is rows[-1]:
                     break
-                raise _id_unknown(row, len(rows))
+                raise id_unknown(row, len(rows))
             assert isinstance(outcome, Tweet)
             tweet = outcome
             if found is not None:
@@ -195,54 +193,6 @@ async def send_thread(ctx: BotContext, key: str) -> list[int]:
         parent = tweet.id
         on_x.append(tweet.id)
     return on_x
-
-
-async def _look_before_posting_again(
-    ctx: BotContext, row: OutboxTweetRecord, parent: int | None, count: int
-) -> Tweet | None:
-    """The tweet an earlier post call with no answer made, if X shows it; None when the
-    tweet may be posted (no call began, or X still does not show it after the wait)."""
-    if row.attempted_at is None:
-        return None
-    looked_at = ctx.clock.now()
-    tweet = await _find_lost_post(ctx, row, parent)
-    if tweet is not None:
-        return tweet
-    wait = timedelta(minutes=ctx.settings.unconfirmed_post_wait_minutes)
-    if looked_at < row.attempted_at + wait:
-        raise _unconfirmed(ctx, row, count, "X does not show it yet")
-    logger.warning(
-        "tweet %d of %d of %s: X still does not show it %s after its post call got no "
-        "answer; posting it again (X refuses it if it is out after all)",
-        row.position + 1,
-        count,
-        row.thread_key,
-        wait,
-    )
-    return None
-
-
-def _unconfirmed(
-    ctx: BotContext, row: OutboxTweetRecord, count: int, why: str
-) -> TwitterPostUnconfirmed:
-    assert row.attempted_at is not None
-    again = row.attempted_at + timedelta(minutes=ctx.settings.unconfirmed_post_wait_minutes)
-    return TwitterPostUnconfirmed(
-        f"tweet {row.position + 1} of {count} of {row.thread_key}: its post call of "
-        f"{row.attempted_at:%Y-%m-%d %H:%M:%S} UTC got no answer and {why}; looking again "
-        f"before posting anything more (posting it again after {again:%H:%M:%S} UTC if X "
-        "never shows it; TWITTER_UNCONFIRMED_POST_WAIT_MINUTES)",
-        post_again_after=again,
-    )
-
-
-def _id_unknown(row: OutboxTweetRecord, count: int) -> TwitterPostUnconfirmed:
-    assert row.attempted_at is not None
-    return TwitterPostUnconfirmed(
-        f"tweet {row.position + 1} of {count} of {row.thread_key} is on X (X called it a "
-        "duplicate) but X does not show it yet; the rest of the thread waits for it",
-        post_again_after=row.attempted_at,
-    )
 
 
 class _Refused(enum.Enum):
@@ -307,35 +257,6 @@ async def _refused(
     )
     await _drop_rest(ctx, row)
     return _Refused.FOR_GOOD
-
-
-async def _find_lost_post(
-    ctx: BotContext, row: OutboxTweetRecord, parent: int | None
-) -> Tweet | None:
-    """The tweet X made of an earlier post call whose answer was lost, if it made one."""
-    assert row.attempted_at is not None
-    not_before = row.attempted_at - CLOCK_SLACK
-    # A reply is newer than what it answers; a new post newer than the call minus slack.
-    found = await ctx.transport.own_tweets(parent, not_before=not_before)
-    for tweet in sorted(found, key=lambda t: t.id):
-        if tweet.author_id != ctx.account.id or tweet.in_reply_to_id != parent:
-            continue
-        # The account answers a tweet once, so a reply to ``parent`` is this one; a
-        # new post must also say the same and be no older than the call.
-        if parent is None and (
-            _comparable(tweet.text) != _comparable(row.text) or tweet.created_at < not_before
-        ):
-            continue
-        return tweet
-    return None
-
-
-_URL = re.compile(r"https?://\S+")
-
-
-def _comparable(text: str) -> str:
-    """Text as X may echo it back: entities unescaped, links shortened, spaces collapsed."""
-    return " ".join(_URL.sub("<link>", html.unescape(text)).split())
 
 
 async def _set(

@@ -239,7 +239,10 @@ class ReplyCycle:
                 at=ctx.clock.now(),
             )
         self._attempts.pop(tweet_id, None)
-        logger.info("replied to tweet %d with %d tweet(s)", tweet_id, len(posted))
+        if posted:
+            logger.info("replied to tweet %d with %d tweet(s)", tweet_id, len(posted))
+        else:  # X refused it as a copy of the unanswered call's reply: it is out
+            logger.info("replied to tweet %d (X does not show the reply yet)", tweet_id)
         if ctx.settings.like_replied:
             try:
                 await ctx.transport.like(tweet_id)
