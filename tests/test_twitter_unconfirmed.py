@@ -143,9 +143,10 @@ async def test_a_thread_goes_on_from_a_tweet_x_called_a_duplicate_once_x_shows_i
     x = x_refusing_duplicates(world)
     long_answers(world)
     mention = x.tweet_as("bob", "@ada_bot seven parts please")
-    x.time_out_after_accepting(after=2, unseen_for=timedelta(minutes=40))
-    await world.start(world.bot(unconfirmed_post_wait_minutes=5))
-    await world.clock.advance(minutes=20)
+    x.time_out_after_accepting(after=2, unseen_for=timedelta(minutes=50))
+    await world.start(world.bot(unconfirmed_post_wait_minutes=30))
+    await world.clock.advance(minutes=45)
+    assert x.calls.count("post") == 4  # the 3rd tweet sent again after the wait: a duplicate
     assert len(x.posts) == 3  # the rest waits for the 3rd tweet's id, to answer it
     assert (await decisions(world))[mention.id] == "replying"
     await world.clock.advance(hours=1)
@@ -189,3 +190,21 @@ async def test_a_failed_second_call_keeps_the_first_ones_outcome_unknown(world: 
     assert [t.text for t in top_level_posts(x)] == ["Post number 1 about tea."]
     assert world.brain.posts == 1
     assert x.calls.count("post") == 3
+
+
+@pytest.mark.anyio
+async def test_a_thread_ends_where_x_never_shows_a_tweet_it_called_a_duplicate(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    x = x_refusing_duplicates(world)
+    long_answers(world)
+    mention = x.tweet_as("bob", "@ada_bot seven parts please")
+    x.time_out_after_accepting(after=2, unseen_for=timedelta(days=2))
+    await world.start(world.bot(unconfirmed_post_wait_minutes=5))
+    await world.clock.advance(hours=1)
+    assert len(x.posts) == 3  # nothing doubled, nothing answering a tweet it cannot name
+    assert x.calls.count("post") == 4
+    assert (await decisions(world))[mention.id] == "replied"
+    rows = sorted(await world.rows(OutboxTweetRecord), key=lambda r: r.position)
+    assert [r.state for r in rows] == ["posted"] * 3 + ["dropped"] * 4
+    assert "X called tweet 3 a duplicate but never showed it" in caplog.text

@@ -69,12 +69,21 @@ def _unconfirmed(
     )
 
 
+def waiting_for_id(ctx: BotContext, row: OutboxTweetRecord) -> bool:
+    """True while a tweet X called a duplicate may still show up: the rest of its thread
+    waits for its id until twice the wait has passed since its first, lost call."""
+    assert row.attempted_at is not None
+    wait = timedelta(minutes=ctx.settings.unconfirmed_post_wait_minutes)
+    return ctx.clock.now() < row.attempted_at + 2 * wait
+
+
 def id_unknown(row: OutboxTweetRecord, count: int) -> TwitterPostUnconfirmed:
     """The error that holds up a thread after a tweet X called a duplicate, until X shows it."""
     assert row.attempted_at is not None
     return TwitterPostUnconfirmed(
         f"tweet {row.position + 1} of {count} of {row.thread_key} is on X (X called it a "
-        "duplicate) but X does not show it yet; the rest of the thread waits for it"
+        "duplicate) but X does not show it yet; the rest of the thread waits for it (for "
+        "twice TWITTER_UNCONFIRMED_POST_WAIT_MINUTES after the call at most)"
     )
 
 

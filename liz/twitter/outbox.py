@@ -22,7 +22,8 @@ which tweet X made of it after. From that:
 - even then, X refuses the exact text the account just posted (error 187,
   "duplicate content", :class:`~liz.twitter.errors.TwitterDuplicate`): after an unknown outcome
   that refusal means the tweet is out, and it is marked posted, not dropped.
-  Its id is looked up later; a thread that goes on after it waits for that id.
+  Its id is looked up later; a thread that goes on after it waits for that id,
+  and ends there (logged as an error) if X has not shown it within twice the wait.
 
 >>> async with ctx.sessions() as session, session.begin():
 ...     await plan_thread(session, account_id=ctx.account.id, key=key, texts=texts, ...)
@@ -48,7 +49,12 @@ from liz.twitter.errors import (
     TwitterOutcomeUnknown,
     TwitterRejected,
 )
-from liz.twitter.lost_posts import find_lost_post, id_unknown, look_before_posting_again
+from liz.twitter.lost_posts import (
+    find_lost_post,
+    id_unknown,
+    look_before_posting_again,
+    waiting_for_id,
+)
 from liz.twitter.models import OutboxTweetRecord
 from liz.twitter.store import save_tweets
 from liz.twitter.transport import Tweet
@@ -159,7 +165,7 @@ async def send_thread(ctx: BotContext, key: str) -> list[int]:
         raise LizError(f"no thread {key!r} in the outbox of @{ctx.account.username}")
     on_x: list[int] = []
     parent = None if rows[0].reply_to is None else int(rows[0].reply_to)
-    for row in rows:
+    for at, row in enumerate(rows):
         if row.state == DROPPED:
             break
         if row.state == POSTED and row.tweet_id is not None:
@@ -172,7 +178,18 @@ async def send_thread(ctx: BotContext, key: str) -> list[int]:
                 break
             found = await find_lost_post(ctx, row, parent)
             if found is None:
-                raise id_unknown(row, len(rows))
+                if waiting_for_id(ctx, row):
+                    raise id_unknown(row, len(rows))
+                logger.error(
+                    "thread %s cut short after %d of %d tweets: X called tweet %d a duplicate "
+                    "but never showed it, so the rest cannot answer it",
+                    key,
+                    at + 1,
+                    len(rows),
+                    at + 1,
+                )
+                await _drop_rest(ctx, rows[at + 1])
+                break
             tweet = found
         else:
             found = await look_before_posting_again(ctx, row, parent, len(rows))
