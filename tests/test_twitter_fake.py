@@ -9,6 +9,7 @@ import pytest
 from liz.testing.clock import ManualClock
 from liz.testing.fake_twitter import FakeTwitter
 from liz.twitter.errors import (
+    TwitterDuplicate,
     TwitterNotFound,
     TwitterOutcomeUnknown,
     TwitterRateLimited,
@@ -103,3 +104,31 @@ async def test_a_post_can_time_out_after_x_took_it() -> None:
     with pytest.raises(TwitterOutcomeUnknown):
         await x.post("three")
     assert len(x.posts) == 2
+
+
+@pytest.mark.anyio
+async def test_a_post_x_took_can_stay_off_its_timelines_for_a_while() -> None:
+    clock = ManualClock(datetime(2025, 1, 1, 12, 0, tzinfo=UTC))
+    x = FakeTwitter(username="ada_bot", clock=clock)
+    mention = x.tweet_as("bob", "@ada_bot hi")
+    x.time_out_after_accepting(unseen_for=timedelta(minutes=10))
+    with pytest.raises(TwitterOutcomeUnknown):
+        await x.post("hello bob", reply_to=mention.id)
+    [reply] = x.posts  # it is on X...
+    assert await x.own_tweets(None) == []  # ...but X's timelines do not show it yet
+    assert (await x.get_tweet(reply.id)).text == "hello bob"
+    await clock.advance(minutes=10)
+    assert [t.id for t in await x.own_tweets(None)] == [reply.id]
+    with pytest.raises(ValueError, match="must not be negative"):
+        x.time_out_after_accepting(unseen_for=timedelta(minutes=-1))
+
+
+@pytest.mark.anyio
+async def test_x_can_refuse_a_text_the_account_already_posted() -> None:
+    x = FakeTwitter(refuse_duplicates=True)
+    await x.post("same words")
+    with pytest.raises(TwitterDuplicate, match="duplicate content"):
+        await x.post("same words")
+    await x.post("other words")
+    assert [t.text for t in x.posts] == ["same words", "other words"]
+    assert isinstance(TwitterDuplicate("x"), TwitterRejected)

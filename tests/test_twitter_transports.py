@@ -13,6 +13,7 @@ import tweepy
 from liz.twitter.api_transport import TweepyTransport, translate_tweepy_error
 from liz.twitter.errors import (
     TwitterAuthError,
+    TwitterDuplicate,
     TwitterError,
     TwitterNotFound,
     TwitterOutcomeUnknown,
@@ -58,7 +59,7 @@ def test_tweepy_rate_limit_without_a_reset_header_has_none() -> None:
         ("UserNotFound", TwitterNotFound),
         ("UserUnavailable", TwitterNotFound),
         ("NotFound", TwitterNotFound),
-        ("DuplicateTweet", TwitterRejected),
+        ("DuplicateTweet", TwitterDuplicate),
         ("CouldNotTweet", TwitterRejected),
         ("Forbidden", TwitterRejected),
         ("RequestTimeout", TwitterTransientError),
@@ -80,6 +81,24 @@ def test_twikit_rate_limit_carries_the_reset() -> None:
     error = translate_twikit_error(exc, "search_tweet")
     assert isinstance(error, TwitterRateLimited)
     assert error.reset_at == datetime(2026, 1, 1, 12, 15, tzinfo=UTC)
+
+
+def forbidden(body: bytes) -> tweepy.Forbidden:
+    response = requests.Response()
+    response.status_code = 403
+    response.reason = "Forbidden"
+    response._content = body
+    return tweepy.Forbidden(response)
+
+
+def test_tweepy_duplicate_content_is_told_apart_from_other_refusals() -> None:
+    v2 = b'{"detail": "You are not allowed to create a Tweet with duplicate content.",'
+    v2 += b' "title": "Forbidden", "status": 403}'
+    v1 = b'{"errors": [{"code": 187, "message": "Status is a duplicate."}]}'
+    other = b'{"detail": "You are not permitted to perform this action.", "status": 403}'
+    assert type(translate_tweepy_error(forbidden(v2), "create_tweet")) is TwitterDuplicate
+    assert type(translate_tweepy_error(forbidden(v1), "create_tweet")) is TwitterDuplicate
+    assert type(translate_tweepy_error(forbidden(other), "create_tweet")) is TwitterRejected
 
 
 def test_a_post_whose_answer_was_lost_has_an_unknown_outcome() -> None:

@@ -3,12 +3,14 @@
 It keeps the tweets of a small world of accounts, answers the bot's calls the
 way X does (ids grow, timelines newest first and in pages of ``page_size``, posts
 over the length limit are refused) and lets a test script the world: other users
-tweet, the service goes down, a rate limit hits, a post times out after X took it.
+tweet, the service goes down, a rate limit hits, a post times out after X took it
+and X's timelines do not show it yet, an exact repeat of a post is refused as X does.
 
 >>> x = FakeTwitter(username="ada_bot", page_size=10)
 >>> x.tweet_as("bob", "@ada_bot what's new?")
 >>> x.limit_rate(("mentions",), calls=5)       # 5 pages per 15 minutes
 >>> x.time_out_after_accepting()              # the next post is out, but the call fails
+>>> x.time_out_after_accepting(unseen_for=timedelta(minutes=10))  # ...and timelines lag
 >>> await bot.start()  # the bot answers; x.posts holds what it posted
 """
 
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from liz.twitter.errors import (
+    TwitterDuplicate,
     TwitterError,
     TwitterNotFound,
     TwitterOutcomeUnknown,
@@ -45,6 +48,7 @@ class _Failure:
     error: TwitterError
     after: int  # calls to let through first
     accepted: bool  # a post is made before the error is raised
+    unseen_for: timedelta = timedelta(0)  # how long timelines leave out that post
 
 
 @dataclass
@@ -67,12 +71,15 @@ class FakeTwitter:
         max_length: int = MAX_TWEET_LENGTH,
         first_tweet_id: int = FIRST_TWEET_ID,
         page_size: int = 100,
+        refuse_duplicates: bool = False,
     ) -> None:
         if page_size < 1:
             raise ValueError(f"page_size must be at least 1, got {page_size}")
         self.clock = clock or SystemClock()
         self.max_length = max_length
         self.page_size = page_size
+        # X refuses a post whose text the account already posted ("duplicate content").
+        self.refuse_duplicates = refuse_duplicates
         self.account = TwitterUser(id=user_id, username=username, name=username)
         self.users: dict[str, TwitterUser] = {username.lower(): self.account}
         self.tweets: dict[int, Tweet] = {}
@@ -83,6 +90,7 @@ class FakeTwitter:
         self._failures: list[_Failure] = []
         self._rates: dict[str, _RateWindow] = {}
         self._readers: dict[str, TimelineReader] = {}
+        self._unseen_until: dict[int, datetime] = {}
         self._down = False
 
     # --- scripting the world -------------------------------------------------------
@@ -117,11 +125,20 @@ class FakeTwitter:
         ``after`` calls to them have gone through."""
         self._script_failure(error, times, operations, after, accepted=False)
 
-    def time_out_after_accepting(self, *, times: int = 1, after: int = 0) -> None:
+    def time_out_after_accepting(
+        self, *, times: int = 1, after: int = 0, unseen_for: timedelta = timedelta(0)
+    ) -> None:
         """The next ``times`` posts (once ``after`` posts have gone through) are made, but
-        the call fails as a timeout: X took the post, the bot does not know it."""
+        the call fails as a timeout: X took the post, the bot does not know it.
+
+        With ``unseen_for``, every timeline (the account's own included) leaves such a
+        post out until that long after it was made, as X's timelines and search lag:
+        the bot looking for it finds nothing yet. ``get_tweet`` by id finds it at once.
+        """
+        if unseen_for < timedelta(0):
+            raise ValueError(f"unseen_for must not be negative, got {unseen_for}")
         error = TwitterOutcomeUnknown("X took too long to answer (the post is out)")
-        self._script_failure(error, times, ("post",), after, accepted=True)
+        self._script_failure(error, times, ("post",), after, accepted=True, unseen_for=unseen_for)
 
     def limit_rate(
         self, operations: tuple[str, ...], *, calls: int, per: timedelta = timedelta(minutes=15)
@@ -170,9 +187,14 @@ class FakeTwitter:
             )
         if reply_to is not None and reply_to not in self.tweets:
             raise TwitterNotFound(f"tweet {reply_to} to reply to does not exist")
+        if self.refuse_duplicates and any(t.text == text for t in self.posts):
+            # X's words (API v1.1 error 187, v2 403).
+            raise TwitterDuplicate("You are not allowed to create a Tweet with duplicate content.")
         tweet = self._add(self.account, text, reply_to, ())
         if failure is not None:
-            raise failure
+            if failure.unseen_for > timedelta(0):
+                self._unseen_until[tweet.id] = tweet.created_at + failure.unseen_for
+            raise failure.error
         return tweet
 
     async def mentions(
@@ -230,22 +252,23 @@ class FakeTwitter:
         after: int,
         *,
         accepted: bool,
+        unseen_for: timedelta = timedelta(0),
     ) -> None:
         self._check_operations(operations)
         # The first waits ``after`` calls; the others follow it one call after another.
         entries = [
-            _Failure(frozenset(operations), error, after if n == 0 else 0, accepted)
+            _Failure(frozenset(operations), error, after if n == 0 else 0, accepted, unseen_for)
             for n in range(times)
         ]
         self._failures.extend(entries)
 
-    def _enter(self, operation: str) -> TwitterError | None:
-        """Count the call and raise what was scripted for it; returns an error to raise
+    def _enter(self, operation: str) -> _Failure | None:
+        """Count the call and raise what was scripted for it; returns a failure to raise
         only after the call has done its work (a post X took, then timed out)."""
         self.calls.append(operation)
         if self._down:
             raise TwitterTransientError(f"X is unreachable ({operation})")
-        pending: TwitterError | None = None
+        pending: _Failure | None = None
         for failure in self._failures:
             if operation not in failure.operations:
                 continue
@@ -255,7 +278,7 @@ class FakeTwitter:
                 self._failures.remove(failure)
                 if not failure.accepted:
                     raise failure.error
-                pending = failure.error
+                pending = failure
             break
         self._check_rate(operation)
         return pending
@@ -298,6 +321,7 @@ class FakeTwitter:
                 t
                 for t in reversed(self._ordered())
                 if belongs(t)
+                and self._shown(t)
                 and (since is None or t.id > since)
                 and (token is None or t.id < int(token))
             ]
@@ -308,6 +332,11 @@ class FakeTwitter:
         if timeline not in self._readers:
             self._readers[timeline] = TimelineReader(page)
         return await self._readers[timeline].read(since_id, not_before=not_before)
+
+    def _shown(self, tweet: Tweet) -> bool:
+        """False while X's timelines lag behind a post (see :meth:`time_out_after_accepting`)."""
+        until = self._unseen_until.get(tweet.id)
+        return until is None or self.clock.now() >= until
 
     def _add(
         self, author: TwitterUser, text: str, reply_to: int | None, image_urls: tuple[str, ...]

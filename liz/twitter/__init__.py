@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from liz.twitter.errors import (
     TwitterAuthError,
+    TwitterDuplicate,
     TwitterError,
     TwitterNotFound,
     TwitterOutcomeUnknown,
+    TwitterPostUnconfirmed,
     TwitterRateLimited,
     TwitterRejected,
     TwitterTransientError,
@@ -23,9 +25,11 @@ from liz.twitter.transport import Tweet, TwitterTransport, TwitterUser
 __all__ = [
     "Tweet",
     "TwitterAuthError",
+    "TwitterDuplicate",
     "TwitterError",
     "TwitterNotFound",
     "TwitterOutcomeUnknown",
+    "TwitterPostUnconfirmed",
     "TwitterRateLimited",
     "TwitterRejected",
     "TwitterSettings",

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from liz.errors import UsageError
 from liz.twitter.errors import (
     TwitterAuthError,
+    TwitterDuplicate,
     TwitterError,
     TwitterNotFound,
     TwitterOutcomeUnknown,
@@ -52,7 +53,7 @@ def translate_tweepy_error(exc: BaseException, operation: str) -> TwitterError:
     if isinstance(exc, tweepy.NotFound):
         return TwitterNotFound(detail)
     if isinstance(exc, tweepy.BadRequest | tweepy.Forbidden):
-        return TwitterRejected(detail)
+        return (TwitterDuplicate if _is_duplicate(exc) else TwitterRejected)(detail)
     if isinstance(exc, aiohttp.ClientConnectorError):
         return TwitterTransientError(detail)  # never reached X: nothing happened there
     if isinstance(exc, tweepy.TwitterServerError | aiohttp.ClientError | asyncio.TimeoutError):
@@ -60,6 +61,13 @@ def translate_tweepy_error(exc: BaseException, operation: str) -> TwitterError:
         unknown = operation in WRITES
         return (TwitterOutcomeUnknown if unknown else TwitterTransientError)(detail)
     return TwitterError(detail)
+
+
+def _is_duplicate(exc: Any) -> bool:
+    """X refused the text as one the account already posted: v1.1's error 187, v2's 403
+    "You are not allowed to create a Tweet with duplicate content."."""
+    messages = " ".join(str(m) for m in getattr(exc, "api_messages", []))
+    return 187 in getattr(exc, "api_codes", []) or "duplicate content" in messages.lower()
 
 
 def _rate_limit_reset(exc: Any) -> datetime | None:

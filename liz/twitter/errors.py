@@ -45,6 +45,11 @@ class TwitterRejected(TwitterError):
     status = 400
 
 
+class TwitterDuplicate(TwitterRejected):
+    """X refused the post because the account already posted the same text (X's error 187,
+    "duplicate content"). After a post call whose outcome was unknown, this says it is out."""
+
+
 class TwitterTransientError(TwitterError):
     """A network failure or a server error on X's side; worth retrying later."""
 
@@ -54,6 +59,12 @@ class TwitterTransientError(TwitterError):
 class TwitterOutcomeUnknown(TwitterTransientError):
     """The call failed after X may have acted on it (a timeout, a dropped connection, a
     server error): a post may be out. Look before posting it again."""
+
+
+class TwitterPostUnconfirmed(TwitterTransientError):
+    """A post whose call got no answer is not on X's timelines yet, and may still show up
+    there: the bot keeps looking (``TWITTER_UNCONFIRMED_POST_WAIT_MINUTES``) before it posts
+    it again, and posts nothing more of that thread meanwhile."""
 
 
 # Failures no waiting will cure: the loops stop and ``TwitterBot.run`` raises them.

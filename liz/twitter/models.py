@@ -10,7 +10,8 @@ here, keyed by (account, tweet), is that record; the largest tweet id per
 scheduled post), one row per tweet, written before the first is posted. Each
 tweet's row records when a post call began and which tweet X made of it, so a
 thread cut short resumes after its last posted tweet, and a post whose outcome
-is unknown is looked for on X before it is ever posted again.
+is unknown is looked for on X (for ``TWITTER_UNCONFIRMED_POST_WAIT_MINUTES``)
+before it is ever posted again.
 """
 
 from __future__ import annotations
@@ -69,6 +70,8 @@ class OutboxTweetRecord(Base):
     # When the last post call for this tweet began; set while "planned", the call's
     # outcome is unknown and X is searched before posting again.
     attempted_at: Mapped[datetime | None] = mapped_column("attemptedAt", UTCDateTime())
+    # The tweet X made of it; None while "posted" means X refused a second call as a
+    # duplicate (so it is out) and has not shown which tweet it is yet.
     tweet_id: Mapped[str | None] = mapped_column("tweetId", Text)
     created_at: Mapped[datetime] = mapped_column(
         "createdAt", UTCDateTime(), server_default=func.current_timestamp()

@@ -10,7 +10,20 @@ which tweet X made of it after. From that:
   posted tweet: :func:`send_thread` again posts tweets 3 to 7;
 - a tweet whose post call began but never answered may be on X: before posting
   it again, the account's own recent tweets are searched for it, and a copy found
-  there is taken as posted.
+  there is taken as posted;
+- X's timelines lag, so not finding it proves little at first
+  (:mod:`liz.twitter.lost_posts`). Until ``TWITTER_UNCONFIRMED_POST_WAIT_MINUTES``
+  have passed since that call began, a miss raises
+  :class:`~liz.twitter.errors.TwitterPostUnconfirmed` and nothing is posted: the caller
+  looks again later (the post loop after its backoff, the reply loop each poll),
+  so the lookup is made several times, spaced out. Only a lookup made after the
+  wait that still finds nothing lets the tweet be posted again: a post is never
+  lost, and a post X took is posted again only if X hid it for the whole wait;
+- even then, X refuses the exact text the account just posted (error 187,
+  "duplicate content", :class:`~liz.twitter.errors.TwitterDuplicate`): after an unknown outcome
+  that refusal means the tweet is out, and it is marked posted, not dropped.
+  Its id is looked up later; a thread that goes on after it waits for that id,
+  and ends there (logged as an error) if X has not shown it within twice the wait.
 
 >>> async with ctx.sessions() as session, session.begin():
 ...     await plan_thread(session, account_id=ctx.account.id, key=key, texts=texts, ...)
@@ -19,11 +32,10 @@ which tweet X made of it after. From that:
 
 from __future__ import annotations
 
-import html
+import enum
 import logging
-import re
 import uuid
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -31,10 +43,17 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from liz.errors import LizError
 from liz.twitter.context import BotContext
 from liz.twitter.errors import (
+    TwitterDuplicate,
     TwitterError,
     TwitterNotFound,
     TwitterOutcomeUnknown,
     TwitterRejected,
+)
+from liz.twitter.lost_posts import (
+    find_lost_post,
+    id_unknown,
+    look_before_posting_again,
+    waiting_for_id,
 )
 from liz.twitter.models import OutboxTweetRecord
 from liz.twitter.store import save_tweets
@@ -44,8 +63,6 @@ logger = logging.getLogger(__name__)
 
 REPLY_PREFIX = "reply:"
 POST_PREFIX = "post:"
-# How long before our clock's "the call began" X may date the tweet (clocks differ).
-CLOCK_SLACK = timedelta(minutes=15)
 
 PLANNED, POSTED, DROPPED = "planned", "posted", "dropped"
 
@@ -122,12 +139,16 @@ async def thread_is_planned(session: AsyncSession, *, account_id: int, key: str)
 
 
 async def send_thread(ctx: BotContext, key: str) -> list[int]:
-    """Post the thread's tweets not yet on X, in order; the ids of all its tweets on X.
+    """Post the thread's tweets not yet on X, in order; the ids of its tweets on X.
 
     A failure that leaves a tweet's fate unknown is raised with the thread kept: the
-    next call looks for that tweet on X first. If X refuses a tweet for good, a
-    thread with tweets out already ends there; a thread with none out is removed
-    from the outbox and the refusal raised, so the caller may write it anew.
+    next call looks for that tweet on X first, and raises
+    :class:`~liz.twitter.errors.TwitterPostUnconfirmed` while it is not found and the
+    wait for it is not over. If X refuses a tweet for
+    good, a thread with tweets out already ends there; a thread with none out is
+    removed from the outbox and the refusal raised, so the caller may write it anew.
+    A tweet X refused as a duplicate of its own earlier, unanswered post call is out
+    but its id may not be known yet: it is left out of the ids returned.
     """
     async with ctx.sessions() as session:
         rows = list(
@@ -144,82 +165,115 @@ async def send_thread(ctx: BotContext, key: str) -> list[int]:
         raise LizError(f"no thread {key!r} in the outbox of @{ctx.account.username}")
     on_x: list[int] = []
     parent = None if rows[0].reply_to is None else int(rows[0].reply_to)
-    for row in rows:
+    for at, row in enumerate(rows):
         if row.state == DROPPED:
             break
         if row.state == POSTED and row.tweet_id is not None:
             parent = int(row.tweet_id)
             on_x.append(parent)
             continue
-        tweet = await _find_lost_post(ctx, row, parent) if row.attempted_at else None
-        if tweet is None:
-            tweet = await _post(ctx, row, parent, len(rows))
-            if tweet is None:
-                break  # X refused it for good; the thread ends with what is out
+        if row.state == POSTED:
+            # Out (X called it a duplicate), id unknown: the next tweet needs it as parent.
+            if row is rows[-1]:
+                break
+            found = await find_lost_post(ctx, row, parent)
+            if found is None:
+                if waiting_for_id(ctx, row):
+                    raise id_unknown(row, len(rows))
+                logger.error(
+                    "thread %s cut short after %d of %d tweets: X called tweet %d a duplicate "
+                    "but never showed it, so the rest cannot answer it",
+                    key,
+                    at + 1,
+                    len(rows),
+                    at + 1,
+                )
+                await _drop_rest(ctx, rows[at + 1])
+                break
+            tweet = found
         else:
-            logger.info("found tweet %d of %s on X already; not posting it again", tweet.id, key)
+            found = await look_before_posting_again(ctx, row, parent, len(rows))
+            outcome = found if found is not None else await _post(ctx, row, parent, len(rows))
+            if outcome is _Refused.FOR_GOOD:
+                break  # the thread ends with what is out
+            if outcome is _Refused.AS_DUPLICATE:
+                if row is rows[-1]:
+                    break
+                raise id_unknown(row, len(rows))
+            assert isinstance(outcome, Tweet)
+            tweet = outcome
+            if found is not None:
+                logger.info(
+                    "found tweet %d of %s on X already; not posting it again", tweet.id, key
+                )
         await _set(ctx, row, state=POSTED, tweet_id=str(tweet.id), tweet=tweet)
         parent = tweet.id
         on_x.append(tweet.id)
     return on_x
 
 
+class _Refused(enum.Enum):
+    """What :func:`_post` returns when X did not post the tweet and the thread goes on."""
+
+    FOR_GOOD = "for good"  # the thread ends before this tweet
+    AS_DUPLICATE = "as a duplicate"  # of the earlier, unanswered call: it is out
+
+
 async def _post(
     ctx: BotContext, row: OutboxTweetRecord, parent: int | None, count: int
-) -> Tweet | None:
-    """Post one tweet; None when X refused it for good and earlier tweets are out."""
+) -> Tweet | _Refused:
+    """Post one tweet, or say why X did not (when earlier tweets of the thread are out)."""
+    earlier_call = row.attempted_at
     # Noted before the call: if the process dies during it, the next run looks first.
     await _set(ctx, row, attempted_at=ctx.clock.now())
     try:
         return await ctx.transport.post(row.text, reply_to=parent)
     except TwitterOutcomeUnknown:
         raise  # it may be on X: attemptedAt stays, and the next try looks for it first
-    except TwitterError as exc:
-        # X answered, and it did not post the tweet.
-        if row.position == 0:
-            await _drop_thread(ctx, row.thread_key)
-            raise
-        if not isinstance(exc, TwitterRejected | TwitterNotFound):
-            await _set(ctx, row, attempted_at=None)
-            raise
+    except TwitterDuplicate as exc:
+        if earlier_call is None:
+            return await _refused(ctx, row, count, exc, None)  # the agent repeated a post
+        # X already has this text from the call whose answer was lost: it is out.
         logger.warning(
-            "thread %s cut short after %d of %d tweets: %s",
-            row.thread_key,
-            row.position,
+            "tweet %d of %d of %s: X refused it as a duplicate (%s), so the earlier post "
+            "call did reach X; taken as posted, not posted again",
+            row.position + 1,
             count,
+            row.thread_key,
             exc.message,
         )
-        await _drop_rest(ctx, row)
-        return None
+        await _set(ctx, row, state=POSTED, attempted_at=earlier_call)
+        return _Refused.AS_DUPLICATE
+    except TwitterError as exc:
+        return await _refused(ctx, row, count, exc, earlier_call)
 
 
-async def _find_lost_post(
-    ctx: BotContext, row: OutboxTweetRecord, parent: int | None
-) -> Tweet | None:
-    """The tweet X made of an earlier post call whose answer was lost, if it made one."""
-    assert row.attempted_at is not None
-    not_before = row.attempted_at - CLOCK_SLACK
-    # A reply is newer than what it answers; a new post newer than the call minus slack.
-    found = await ctx.transport.own_tweets(parent, not_before=not_before)
-    for tweet in sorted(found, key=lambda t: t.id):
-        if tweet.author_id != ctx.account.id or tweet.in_reply_to_id != parent:
-            continue
-        # The account answers a tweet once, so a reply to ``parent`` is this one; a
-        # new post must also say the same and be no older than the call.
-        if parent is None and (
-            _comparable(tweet.text) != _comparable(row.text) or tweet.created_at < not_before
-        ):
-            continue
-        return tweet
-    return None
-
-
-_URL = re.compile(r"https?://\S+")
-
-
-def _comparable(text: str) -> str:
-    """Text as X may echo it back: entities unescaped, links shortened, spaces collapsed."""
-    return " ".join(_URL.sub("<link>", html.unescape(text)).split())
+async def _refused(
+    ctx: BotContext,
+    row: OutboxTweetRecord,
+    count: int,
+    exc: TwitterError,
+    earlier_call: datetime | None,
+) -> _Refused:
+    """X answered, and it did not post the tweet (this time)."""
+    passing = not isinstance(exc, TwitterRejected | TwitterNotFound)
+    if passing and (row.position > 0 or earlier_call is not None):
+        # Tried again later. An earlier call's outcome is still unknown: kept, so the
+        # tweet is neither written anew nor posted without looking for it first.
+        await _set(ctx, row, attempted_at=earlier_call)
+        raise exc
+    if row.position == 0:
+        await _drop_thread(ctx, row.thread_key)
+        raise exc
+    logger.warning(
+        "thread %s cut short after %d of %d tweets: %s",
+        row.thread_key,
+        row.position,
+        count,
+        exc.message,
+    )
+    await _drop_rest(ctx, row)
+    return _Refused.FOR_GOOD
 
 
 async def _set(

@@ -46,8 +46,10 @@ async def write_and_post(ctx: BotContext) -> list[int]:
     """Have the agent write a post and post it (as a thread if long); the ids of its tweets.
 
     A post that an earlier try left unfinished (cut short, or its fate unknown after
-    a timeout) is finished instead, never written and posted anew. Nothing is posted
-    or stored on dry run.
+    a timeout) is finished instead, never written and posted anew. While X does not
+    show a post whose call got no answer, this raises
+    :class:`~liz.twitter.errors.TwitterPostUnconfirmed` and the loop looks again after
+    its backoff. Nothing is posted or stored on dry run.
     """
     if not ctx.dry_run:
         async with ctx.sessions() as session:
@@ -92,6 +94,10 @@ async def write_and_post(ctx: BotContext) -> list[int]:
 
 async def _send(ctx: BotContext, key: str) -> list[int]:
     tweet_ids = await send_thread(ctx, key)
+    if not tweet_ids:
+        # X refused it as a copy of the earlier call's post: it is out, its id not known.
+        logger.info("posted %s (X does not show it yet)", key)
+        return tweet_ids
     logger.info(
         "posted https://x.com/%s/status/%d (%d tweet(s))",
         ctx.account.username,

@@ -8,6 +8,10 @@ transaction, then posted; it is marked "replied" only once all its tweets are
 on X. An unfinished reply (cut short, or its fate unknown after a timeout) is
 finished at the start of the next cycle, never written and posted anew; only
 when X refuses its first tweet is the mark taken back, so it is tried again.
+A reply whose post call got no answer is sent again only once X has not shown
+it for ``TWITTER_UNCONFIRMED_POST_WAIT_MINUTES`` (:mod:`liz.twitter.outbox`); it
+is looked for at the start of each cycle meanwhile, and other mentions are
+answered as usual while it waits.
 Every page of new tweets is read back to the cursor before any is handled (a
 storm of mentions may take several polls when X rate-limits the reading).
 Tweets are handled oldest first and a cycle stops at the first failure that
@@ -33,6 +37,7 @@ from liz.twitter.errors import (
     FATAL_ERRORS,
     TwitterError,
     TwitterNotFound,
+    TwitterPostUnconfirmed,
     TwitterRateLimited,
     TwitterRejected,
     TwitterTransientError,
@@ -207,7 +212,11 @@ class ReplyCycle:
             keys = await unfinished_threads(session, account_id=ctx.account.id, prefix=REPLY_PREFIX)
         for key in keys:
             logger.info("finishing the reply to tweet %d", replied_tweet_id(key))
-            await self._send_reply(key)
+            try:
+                await self._send_reply(key)
+            except TwitterPostUnconfirmed as exc:
+                # Looked for again next poll; other mentions need not wait for it.
+                logger.warning("%s", exc.message)
 
     async def _send_reply(self, key: str) -> None:
         """Post the reply's tweets not yet on X; mark the tweet "replied" once all are out."""
@@ -230,7 +239,10 @@ class ReplyCycle:
                 at=ctx.clock.now(),
             )
         self._attempts.pop(tweet_id, None)
-        logger.info("replied to tweet %d with %d tweet(s)", tweet_id, len(posted))
+        if posted:
+            logger.info("replied to tweet %d with %d tweet(s)", tweet_id, len(posted))
+        else:  # X refused it as a copy of the unanswered call's reply: it is out
+            logger.info("replied to tweet %d (X does not show the reply yet)", tweet_id)
         if ctx.settings.like_replied:
             try:
                 await ctx.transport.like(tweet_id)

@@ -51,6 +51,9 @@ class TwitterSettings(BaseSettings):
     first_run_max_age_hours: float = Field(default=24.0, ge=0)
     like_replied: bool = False
     max_reply_attempts: int = Field(default=3, ge=1)
+    # A post whose call got no answer (a timeout) and that X does not show: how long the
+    # bot keeps looking for it on X before it posts it again (see liz.twitter.outbox).
+    unconfirmed_post_wait_minutes: float = Field(default=30.0, ge=0)
 
     max_tweet_length: int = Field(default=MAX_TWEET_LENGTH, ge=MIN_TWEET_LENGTH)
     dry_run: bool = False

@@ -53,7 +53,9 @@ class TwitterTransport(Protocol):
         """Post a tweet, as a reply to ``reply_to`` when given; return the posted tweet.
 
         Raises :class:`liz.twitter.errors.TwitterOutcomeUnknown` when the call failed
-        in a way that X may still have posted it (a timeout, a dropped connection).
+        in a way that X may still have posted it (a timeout, a dropped connection), and
+        :class:`liz.twitter.errors.TwitterDuplicate` when X refused the text as one the
+        account already posted (the bot relies on it after an unknown outcome).
         """
         ...
 

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from liz.errors import UsageError
 from liz.twitter.errors import (
     TwitterAuthError,
+    TwitterDuplicate,
     TwitterError,
     TwitterNotFound,
     TwitterOutcomeUnknown,
@@ -64,7 +65,8 @@ def translate_twikit_error(exc: BaseException, operation: str) -> TwitterError:
     gone = _named(errors, "NotFound", "TweetNotAvailable", "UserNotFound", "UserUnavailable")
     if isinstance(exc, gone):
         return TwitterNotFound(detail)
-    # CouldNotTweet covers DuplicateTweet.
+    if isinstance(exc, _named(errors, "DuplicateTweet")):
+        return TwitterDuplicate(detail)  # X's error 187: the account posted this text already
     if isinstance(exc, _named(errors, "BadRequest", "Forbidden", "CouldNotTweet", "InvalidMedia")):
         return TwitterRejected(detail)
     if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
