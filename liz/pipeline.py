@@ -99,22 +99,38 @@ def compose(middleware: Sequence[Middleware]) -> Middleware:
     _check_callables(steps)
 
     async def composed(req: AgentRequest, res: AgentResponse, next: Next | None = None) -> None:
-        last_called = -1
-
-        async def dispatch(index: int) -> None:
-            nonlocal last_called
-            if index <= last_called:
-                raise UsageError("next() called multiple times")
-            last_called = index
-            if index == len(steps):
-                if next is not None:
-                    await next()
-                return
-            await res.trace.run_step(steps[index], req, res, lambda: dispatch(index + 1))
-
-        await dispatch(0)
+        await _Run(steps, req, res, next).step(0)
 
     return composed
+
+
+class _Run:
+    """One run of a composed chain through its steps.
+
+    A class, not a closure that calls itself: such a closure is a reference cycle, which
+    kept every request (its 100 memories, its trace) alive until the garbage collector
+    came by, and made each of its passes walk them all.
+    """
+
+    __slots__ = ("last_called", "next", "req", "res", "steps")
+
+    def __init__(
+        self, steps: list[Middleware], req: AgentRequest, res: AgentResponse, next: Next | None
+    ) -> None:
+        self.steps, self.req, self.res, self.next = steps, req, res, next
+        self.last_called = -1
+
+    async def step(self, index: int) -> None:
+        if index <= self.last_called:
+            raise UsageError("next() called multiple times")
+        self.last_called = index
+        if index == len(self.steps):
+            if self.next is not None:
+                await self.next()
+            return
+        await self.res.trace.run_step(
+            self.steps[index], self.req, self.res, lambda: self.step(index + 1)
+        )
 
 
 def _check_callables(middleware: Sequence[Middleware]) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
 from typing import Any
 
 import pytest
@@ -36,6 +38,22 @@ async def test_steps_run_in_onion_order(bare_runtime: Runtime) -> None:
     chain = compose([recorder(log, "a"), recorder(log, "b"), recorder(log, "c")])
     await chain(*make_request(bare_runtime))
     assert log == ["a in", "b in", "c in", "c out", "b out", "a out"]
+
+
+async def test_a_finished_request_is_freed_at_once(bare_runtime: Runtime) -> None:
+    """Freed as its last reference goes, not left for the garbage collector: a server
+    under load would otherwise hold every recent request's memories until a pass."""
+    log: list[str] = []
+    chain = compose([recorder(log, "a"), compose([recorder(log, "b")])])
+    req, res = make_request(bare_runtime)
+    gone = weakref.ref(req)
+    gc.disable()
+    try:
+        await chain(req, res)
+        del req, res
+        assert gone() is None
+    finally:
+        gc.enable()
 
 
 async def test_zero_middleware_runs_the_outer_next(bare_runtime: Runtime) -> None:
