@@ -80,7 +80,8 @@ def py_spy(pid: int, out: Path | None) -> Iterator[None]:
         return
     # --gil: only the thread running Python at each sample, so the profile shows CPU.
     tool = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
-    command = [tool, "record", "--pid", str(pid), "--format", "raw", "--rate", os.environ.get("PYSPY_RATE", "200"), "--gil"]
+    rate = os.environ.get("PYSPY_RATE", "200")  # samples a second
+    command = [tool, "record", "--pid", str(pid), "--format", "raw", "--rate", rate, "--gil"]
     recorder = subprocess.Popen(
         [*command, "--output", str(out)],
         stdout=subprocess.DEVNULL,

@@ -478,6 +478,20 @@ async def test_connection_refused_becomes_llm_error_503():
     assert raised.value.status == 503
 
 
+async def test_a_server_that_drops_the_connection_is_unreachable_not_slow():
+    async def hang_up(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read(100)  # the request starts arriving; no answer comes
+        writer.close()
+
+    server = await asyncio.start_server(hang_up, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    async with server, http_client_on(f"http://127.0.0.1:{port}/v1") as llm:
+        with pytest.raises(LLMError, match="cannot reach") as raised:
+            await llm.text("Hi")
+
+    assert raised.value.status == 503
+
+
 async def test_a_slow_server_times_out_as_llm_error_503(scripted):
     released = False
 

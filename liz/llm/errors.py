@@ -6,6 +6,7 @@ import email.utils
 import time
 from collections.abc import Mapping
 
+import aiohttp
 import openai
 
 from liz.errors import LLMError
@@ -61,11 +62,11 @@ def _upstream_message(exc: openai.APIStatusError) -> str:
 
 def translate_openai_error(exc: openai.OpenAIError, *, model: str) -> LLMError:
     """The ``LLMError`` to raise for an ``openai`` exception met while calling ``model``."""
-    if isinstance(exc, openai.APITimeoutError):
+    if isinstance(exc, openai.APITimeoutError) and not _connection_failed(exc):
         return LLMError(
             f"the LLM endpoint did not answer in time (model {model})", status=UNAVAILABLE
         )
-    if isinstance(exc, openai.APIConnectionError):
+    if isinstance(exc, openai.APIConnectionError):  # a timeout is one too
         return LLMError(
             f"cannot reach the LLM endpoint at {exc.request.url} (model {model}): "
             "check OPENAI_BASE_URL and that the server is running",
@@ -101,3 +102,19 @@ def translate_openai_error(exc: openai.OpenAIError, *, model: str) -> LLMError:
         status=UPSTREAM_FAILED,
         public=f"the LLM call failed (model {model})",
     )
+
+
+def _connection_failed(exc: BaseException) -> bool:
+    """Whether a "timeout" was in truth a refused or dropped connection.
+
+    The SDK's aiohttp transport (liz.llm.endpoint) reports any broken connection as
+    a connect timeout; aiohttp's own error, further down the chain, tells them apart.
+    """
+    cause = exc.__cause__
+    while cause is not None:
+        if isinstance(cause, aiohttp.ClientConnectionError) and not isinstance(
+            cause, aiohttp.ServerTimeoutError
+        ):
+            return True
+        cause = cause.__cause__
+    return False
