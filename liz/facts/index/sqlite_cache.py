@@ -26,7 +26,8 @@ import numpy.typing as npt
 
 from liz.facts.domain import Scope
 from liz.facts.index.protocol import ChangeLog, ModelPair
-from liz.facts.vectors import HAS_BIT_COUNT, Vector, bit_distances, sign_bits, similarities_to
+from liz.facts.index.sqlite_bits import SignBits
+from liz.facts.vectors import HAS_BIT_COUNT, Vector, similarities_to
 
 MIN_SPARE_ROWS = 64
 # Scopes with up to this many numbers (facts x dimensions, 16 MB) are scanned exactly.
@@ -59,9 +60,9 @@ class ScopeVectors:
         self.bounds = bounds  # see protocol.model_bounds
         self._storage = _with_spare(matrix, len(ids))
         # Sign bits only where a search uses them (see nearest).
-        self._bits = None
+        self._bits: SignBits | None = None
         if matrix.shape[1] >= MIN_BIT_DIMENSIONS and HAS_BIT_COUNT:
-            self._bits = _with_spare(sign_bits(matrix[: len(ids)]), len(ids))
+            self._bits = SignBits(matrix, len(ids), len(self._storage))
 
     @property
     def matrix(self) -> Vector:
@@ -84,7 +85,7 @@ class ScopeVectors:
         candidates = max(count * OVERSAMPLE, MIN_CANDIDATES)
         if self._bits is None or size * query.size <= EXACT_SCAN_VALUES or size <= candidates:
             return np.arange(size), similarities_to(self.matrix, query)
-        distances = bit_distances(self._bits[:size], sign_bits(query[np.newaxis])[0])
+        distances = self._bits.distances(query, size)
         rows = np.sort(np.argpartition(distances, candidates - 1)[:candidates])
         return rows, similarities_to(self._storage[rows], query)
 
@@ -93,10 +94,10 @@ class ScopeVectors:
         if size == len(self._storage):
             self._storage = _with_spare(self._storage, size)
             if self._bits is not None:
-                self._bits = _with_spare(self._bits, size)
+                self._bits.grown(len(self._storage))
         self._storage[size] = vector
         if self._bits is not None:
-            self._bits[size] = sign_bits(vector[np.newaxis])[0]
+            self._bits.set(size, vector)
         self.ids.append(fact_id)
         self.hashes.append(digest)
         self.rows[fact_id] = size
@@ -110,7 +111,7 @@ class ScopeVectors:
             moved = self.ids[last]
             self._storage[row] = self._storage[last]
             if self._bits is not None:
-                self._bits[row] = self._bits[last]
+                self._bits.move(last, row)
             self.ids[row] = moved
             self.hashes[row] = self.hashes[last]
             self.rows[moved] = row
