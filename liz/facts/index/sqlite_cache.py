@@ -38,6 +38,7 @@ EXACT_SCAN_VALUES = 4_000_000
 OVERSAMPLE = 20
 MIN_BIT_DIMENSIONS = 1024
 MIN_CANDIDATES = 1000
+GATHER_ROWS = 64
 _HISTORY_MARK = 'SELECT max(id) FROM "FactHistory"'
 _HISTORY_SINCE = 'SELECT id, "agentId", "userId" FROM "FactHistory" WHERE id > ?'
 
@@ -87,7 +88,16 @@ class ScopeVectors:
             return np.arange(size), similarities_to(self.matrix, query)
         distances = self._bits.distances(query, size)
         rows = np.sort(np.argpartition(distances, candidates - 1)[:candidates])
-        return rows, similarities_to(self._storage[rows], query)
+        return rows, self._similarities_of(rows, query)
+
+    def _similarities_of(self, rows: npt.NDArray[np.intp], query: Vector) -> Vector:
+        # A block of rows at a time: copied out of the matrix, a block stays in the CPU's
+        # cache until it is scored (all candidates at once took half as long again).
+        found = np.empty(len(rows), dtype=np.float32)
+        for start in range(0, len(rows), GATHER_ROWS):
+            block = rows[start : start + GATHER_ROWS]
+            found[start : start + len(block)] = similarities_to(self._storage[block], query)
+        return found
 
     def add(self, fact_id: str, digest: str, vector: Vector) -> None:
         size = len(self.ids)
