@@ -31,7 +31,8 @@ from liz.facts.index.protocol import (
     deterministic_top,
     models_mismatch,
 )
-from liz.facts.index.sqlite_cache import History, ScopeCache, ScopeVectors, read_history
+from liz.facts.index.sqlite_cache import ScopeCache, ScopeVectors
+from liz.facts.index.sqlite_history import History, read_history
 from liz.facts.sqlite_thread import ThreadConnection, run_on_thread
 from liz.facts.vectors import Vector, rounded
 
@@ -268,9 +269,10 @@ class SqliteFactIndex:
         vectors and the query (awaited meanwhile), in one hop to the connection's
         thread (two when another process changed the scope since it was cached)."""
         load = self._cache.get(scope) is None
+        issued = self._cache.epoch  # the read's snapshot begins with it (see take_history)
         read = await connection.run(_read_scope(scope, terms, cap, self._cache.history_mark, load))
         vector = await query
-        mark = self._cache.take_history(read.history)
+        mark = self._cache.take_history(read.history, issued)
         await _refuse_other_models(connection, scope, read.bounds, model, vector.size)
         matches = {term: hits for term, hits in read.matches.items() if len(hits) <= cap}
         cached = self._cache.get(scope)
@@ -278,8 +280,9 @@ class SqliteFactIndex:
             return matches, cached, vector
         loaded = read.loaded
         if loaded is None:  # dropped meanwhile: changed by another process
+            issued = self._cache.epoch
             reread = await connection.run(_read_scope(scope, (), 0, self._cache.history_mark, True))
-            mark = self._cache.take_history(reread.history)
+            mark = self._cache.take_history(reread.history, issued)
             await _refuse_other_models(connection, scope, reread.bounds, model, vector.size)
             loaded = reread.loaded
         if loaded is None:
