@@ -1,6 +1,6 @@
-"""A SQLite database file restored from a copy while a store keeps running: searches
-answer from the restored file, never from what the store remembered of the old one
-(its cached vectors, liz.facts.index.sqlite_cache)."""
+"""SQLite searches under a running store: a database file restored from a copy is
+searched as it is, never as the store remembered the old one (its cached vectors,
+liz.facts.index.sqlite_cache); a search cut short leaves nothing open."""
 
 from __future__ import annotations
 
@@ -11,9 +11,12 @@ from pathlib import Path
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from liz.config import Settings
 from liz.db.engine import create_engine, make_sessionmaker
+from liz.errors import LLMError
 from liz.facts.store import FactStore
 from liz.llm import LLMClient
+from liz.testing.openai_server import ScriptedOpenAI
 from tests.fixtures.facts import AGENT, USER, fact_settings
 
 pytestmark = pytest.mark.anyio
@@ -130,3 +133,21 @@ async def test_a_copy_of_another_database_with_as_much_history_replaces_the_fact
 
     await copy_file(engine, tmp_path / "elsewhere-copy.db", database)
     assert await found(store, "hobbies") == ["User keeps bees", "User owns a cat"]
+
+
+async def test_searches_cut_short_leave_the_database_usable(
+    running: tuple[FactStore, AsyncEngine], scripted: ScriptedOpenAI
+) -> None:
+    # A search reads the database while the query's embedding is on its way; when the
+    # embedding fails, what it read must not stay open: more failures than the store
+    # has read connections, then writes and searches go on as before.
+    store, _ = running
+    await add(store, "User likes tea")
+    assert await found(store, "drinks") == ["User likes tea"]  # the dimension is known now
+    failures = Settings().db_pool_size + Settings().db_max_overflow + 2
+    for _ in range(failures):
+        scripted.fail_next(400)
+        with pytest.raises(LLMError):
+            await store.search("tea", AGENT, USER)
+    await add(store, "User keeps bees")
+    assert await found(store, "hobbies") == ["User keeps bees", "User likes tea"]
