@@ -6,7 +6,9 @@ to PostgreSQL's: one scope's vectors are read once into a float32 matrix and a
 search is one matrix-vector product (10k facts x 1536 dimensions is ~60 MB and a
 few ms; a large scope of long vectors is ranked by sign bits first, see
 ScopeVectors.nearest); liz.facts.index.sqlite_cache keeps those matrices in step
-with writes. Each read is one call on the connection's thread (liz.facts.sqlite_thread).
+with writes. Each read is one call on the connection's thread (liz.facts.sqlite_thread);
+a search's reads are one such call off any session (:meth:`SqliteFactIndex.search_reads`,
+for liz.facts.sqlite_search).
 """
 
 from __future__ import annotations
