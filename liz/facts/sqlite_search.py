@@ -1,12 +1,13 @@
 """Hybrid search on SQLite in two hops to a read connection's thread, off any session.
 
 liz.facts.search runs through a SQLAlchemy session: ``BEGIN``, the keyword and
-history reads, the facts, ``ROLLBACK`` — four hops to the connection's thread and
-back, each a wake-up of that thread and of the event loop, and the session's own
-work around them; a facts-on chat turn pays them all in the server's one process.
-Here the first hop reads, in one transaction, the keyword matches and what the
-cached vectors are checked against (liz.facts.index.sqlite); the vectors are ranked
-on the event loop; the second hop reads the chosen facts.
+history reads, the facts (if any is chosen), ``ROLLBACK`` — four hops to the
+connection's thread and back, each a wake-up of that thread and of the event loop,
+and the session's own work around them; a facts-on chat turn pays them all in the
+server's one process. Here the first hop reads, in one transaction, the keyword
+matches and what the cached vectors are checked against (liz.facts.index.sqlite);
+the vectors are ranked on the event loop; the second hop, if any fact is chosen,
+reads the chosen facts.
 
 The two hops are two snapshots: a fact retired between them is left out (as any
 retired fact is), a fact changed between them comes with its new text.
