@@ -151,3 +151,16 @@ async def test_searches_cut_short_leave_the_database_usable(
             await store.search("tea", AGENT, USER)
     await add(store, "User keeps bees")
     assert await found(store, "hobbies") == ["User keeps bees", "User likes tea"]
+
+
+async def test_a_scope_searched_while_empty_finds_the_facts_added_later(
+    running: tuple[FactStore, AsyncEngine],
+) -> None:
+    store, _ = running
+    assert await found(store, "hobbies") == []
+    (bees,) = await add(store, "User keeps bees")
+    assert await found(store, "hobbies") == ["User keeps bees"]
+    await store.delete(bees, AGENT, USER)
+    assert await found(store, "hobbies") == []
+    await add(store, "User plays chess")
+    assert await found(store, "hobbies") == ["User plays chess"]
