@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, bindparam, select
+from sqlalchemy import ColumnElement, Dialect, bindparam, select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from liz.db.types import UTCDateTime
@@ -90,20 +91,29 @@ async def facts_by_id(session: AsyncSession, scope: Scope, ids: Sequence[str]) -
     engine = session.bind
     if isinstance(engine, AsyncEngine) and supports(engine):
         connection = await session.connection()
-        dialect = engine.dialect
-        rows: Iterable[Sequence[Any]] = [
-            [
-                _TIMES.process_result_value(value, dialect) if number in _TIME_FIELDS else value
-                for number, value in enumerate(row)
-            ]
-            for row in await run_on_thread(
-                connection,
-                lambda db: db.execute(_SQLITE_FACTS_BY_ID, (json.dumps(list(ids)),)).fetchall(),
-            )
-        ]
-    else:
-        rows = await session.execute(_FACTS_BY_ID, {"ids": list(ids)})
+        found = await run_on_thread(connection, lambda db: read_facts_on_sqlite(db, ids))
+        return facts_from_sqlite_rows(found, engine.dialect, scope)
+    rows = await session.execute(_FACTS_BY_ID, {"ids": list(ids)})
     return {row[0]: _fact_from_row(row) for row in rows if (row[1], row[2]) == scope}
+
+
+def read_facts_on_sqlite(db: sqlite3.Connection, ids: Sequence[str]) -> list[Any]:
+    """The rows :func:`facts_from_sqlite_rows` takes, on a bare ``sqlite3`` connection."""
+    return db.execute(_SQLITE_FACTS_BY_ID, (json.dumps(list(ids)),)).fetchall()
+
+
+def facts_from_sqlite_rows(
+    rows: Iterable[Sequence[Any]], dialect: Dialect, scope: Scope
+) -> dict[str, Fact]:
+    """The facts of ``scope`` among rows read by :func:`read_facts_on_sqlite`, by id."""
+    converted: list[list[Any]] = [
+        [
+            _TIMES.process_result_value(value, dialect) if number in _TIME_FIELDS else value
+            for number, value in enumerate(row)
+        ]
+        for row in rows
+    ]
+    return {row[0]: _fact_from_row(row) for row in converted if (row[1], row[2]) == scope}
 
 
 def _fact_from_row(row: Sequence[Any]) -> Fact:

@@ -17,10 +17,12 @@ take their SQLAlchemy path instead of failing.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.util import greenlet_spawn
 
 from liz.db.driver import AIOSQLITE_RUNS_FUNCTIONS
 
@@ -44,3 +46,37 @@ async def run_on_thread(connection: AsyncConnection, work: Work[T]) -> T:
     driver: Any = raw.driver_connection
     result: T = await driver._execute(work, driver._conn)
     return result
+
+
+class ThreadConnection:
+    """A pooled SQLite connection taken without SQLAlchemy around it (see :func:`connected`):
+    each :meth:`run` is one hop to its thread, and nothing else is (no ``BEGIN`` or
+    ``ROLLBACK`` of a session's)."""
+
+    def __init__(self, driver: Any) -> None:
+        self._driver = driver  # aiosqlite.Connection
+
+    async def run(self, work: Work[T]) -> T:
+        """``work(sqlite3_connection)`` on the connection's thread; see :func:`run_on_thread`."""
+        result: T = await self._driver._execute(work, self._driver._conn)
+        return result
+
+
+@asynccontextmanager
+async def connected(engine: AsyncEngine) -> AsyncIterator[ThreadConnection]:
+    """A connection of ``engine``'s pool (check :func:`supports` first), given back on exit.
+
+    Each ``run`` should leave no transaction open; if one is left (a ``run`` cut short
+    by cancellation), it is rolled back before the connection goes back: SQLite's pools
+    here do not reset what they are given (liz.db.engine).
+    """
+    raw = await engine.raw_connection()
+    driver: Any = raw.driver_connection
+    try:
+        yield ThreadConnection(driver)
+    finally:
+        try:
+            if driver.in_transaction:
+                await driver.rollback()
+        finally:
+            await greenlet_spawn(raw.close)

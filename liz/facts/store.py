@@ -37,12 +37,15 @@ from liz.facts.domain import (
 )
 from liz.facts.extraction import Messages, extract_facts
 from liz.facts.index import FactIndex, open_index
+from liz.facts.index.sqlite import SqliteFactIndex
 from liz.facts.learning import learn_facts
 from liz.facts.queries import fact_history, facts_as_of, list_facts, records_by_id, to_fact
 from liz.facts.reindex import reindex_facts
 from liz.facts.scope_writes import ScopeWrites, database_errors
 from liz.facts.search import hybrid_search
 from liz.facts.settings import FactSettings
+from liz.facts.sqlite_search import search_on_sqlite
+from liz.facts.sqlite_thread import supports
 from liz.facts.vectors import Vector, embed
 from liz.llm import LLMClient
 from liz.templates import PromptTemplates
@@ -180,6 +183,18 @@ class FactStore:
                     # connection, and searches all holding one while waiting for another
                     # would drain the pool. Once a dimension is ready, that never happens.
                     await embedding
+                if isinstance(self.index, SqliteFactIndex) and supports(self.engine):
+                    # Two hops to the connection's thread instead of a session's four.
+                    return await search_on_sqlite(
+                        self.engine,
+                        self.index,
+                        (agent_id, user_id),
+                        query,
+                        embedding,
+                        model=self.llm.embedding_model,
+                        limit=limit,
+                        threshold=floor,
+                    )
                 async with self.reads() as session:
                     return await hybrid_search(
                         session,

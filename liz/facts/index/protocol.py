@@ -124,12 +124,17 @@ async def check_models(
         ),
         {"agent": scope[0], "user": scope[1]},
     )
-    others = sorted(
-        (row[0], int(row[1])) for row in result if (row[0], int(row[1])) != (model, dimension)
-    )
+    raise models_mismatch(scope, [(row[0], int(row[1])) for row in result], model, dimension)
+
+
+def models_mismatch(
+    scope: Scope, stored: Iterable[ModelPair], model: str, dimension: int
+) -> EmbeddingMismatchError:
+    """The error :func:`check_models` raises, given the scope's distinct ``stored`` pairs."""
+    others = sorted(pair for pair in stored if pair != (model, dimension))
     found = ", ".join(f"{name} (dimension {dim})" for name, dim in others)
     agent_id, user_id = scope
-    raise EmbeddingMismatchError(
+    return EmbeddingMismatchError(
         f"facts of agent {agent_id!r} and user {user_id!r} were embedded with {found}, but "
         f"this query uses {model} (dimension {dimension}); vectors from different models "
         f"cannot be compared: run `liz facts reindex --agent {agent_id} --user {user_id}` "

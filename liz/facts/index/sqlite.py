@@ -6,7 +6,9 @@ to PostgreSQL's: one scope's vectors are read once into a float32 matrix and a
 search is one matrix-vector product (10k facts x 1536 dimensions is ~60 MB and a
 few ms; a large scope of long vectors is ranked by sign bits first, see
 ScopeVectors.nearest); liz.facts.index.sqlite_cache keeps those matrices in step
-with writes. Each read is one call on the connection's thread (liz.facts.sqlite_thread).
+with writes. Each read is one call on the connection's thread (liz.facts.sqlite_thread);
+a search's reads are one such call off any session (:meth:`SqliteFactIndex.search_reads`,
+for liz.facts.sqlite_search).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from sqlalchemy import bindparam, text
@@ -28,10 +31,12 @@ from liz.facts.index.protocol import (
     ModelPair,
     check_models,
     deterministic_top,
+    models_mismatch,
 )
-from liz.facts.index.sqlite_cache import History, ScopeCache, ScopeVectors, read_history
-from liz.facts.sqlite_thread import run_on_thread
-from liz.facts.vectors import Vector, from_stored, rounded
+from liz.facts.index.sqlite_cache import ScopeCache, ScopeVectors
+from liz.facts.index.sqlite_history import History, read_history
+from liz.facts.sqlite_thread import ThreadConnection, run_on_thread
+from liz.facts.vectors import Vector, rounded
 
 # Run on the bare connection (liz.facts.sqlite_thread), as the protocol's helpers would.
 _SCOPE_VECTORS = (
@@ -102,10 +107,19 @@ def _load(
     """The scope's active vectors, read in one statement."""
     rows = db.execute(_SCOPE_VECTORS, scope).fetchall()
     if rows:
-        matrix = np.stack([from_stored(row[1]) for row in rows])
+        # One buffer, one copy: stacking a small array per row took three times as long.
+        matrix = np.frombuffer(b"".join(row[1] for row in rows), dtype="<f4")
+        matrix = matrix.astype(np.float32).reshape(len(rows), -1)
     else:
         matrix = np.zeros((0, dimension), dtype=np.float32)
     return ScopeVectors([row[0] for row in rows], [row[2] for row in rows], matrix, bounds)
+
+
+def _sized(vectors: ScopeVectors, dimension: int) -> ScopeVectors:
+    """``vectors``, or, if it holds none, no vectors of ``dimension`` (so writes fit in)."""
+    if vectors.ids or vectors.matrix.shape[1] == dimension:
+        return vectors
+    return ScopeVectors([], [], np.zeros((0, dimension), dtype=np.float32), vectors.bounds)
 
 
 def _term_matches(
@@ -134,6 +148,58 @@ def _scope_state(
     """What a scope's vectors are checked against: the history since ``since`` and the
     scope's embedding models, read in one call on the connection's thread."""
     return lambda db: (read_history(db, since), _model_bounds(db, scope))
+
+
+@dataclass(frozen=True)
+class ScopeRead:
+    """What the first hop of a search reads, on one snapshot (see :func:`_read_scope`)."""
+
+    matches: dict[str, dict[str, str]]
+    history: History
+    bounds: tuple[ModelPair, ...]
+    loaded: ScopeVectors | None  # read only when the cache did not hold the scope
+
+
+_DISTINCT_MODELS = (
+    'SELECT DISTINCT "embeddingModel", "embeddingDim" FROM "Fact" '
+    'WHERE "agentId" = ? AND "userId" = ?'
+)
+
+
+def _read_scope(
+    scope: Scope, terms: Sequence[str], cap: int, since: int | None, load: bool
+) -> Callable[[sqlite3.Connection], ScopeRead]:
+    """A search's reads of the scope, in one transaction: the keyword matches, what the
+    cached vectors are checked against, and the vectors themselves when ``load``."""
+    token = scope_token(scope)
+
+    def read(db: sqlite3.Connection) -> ScopeRead:
+        db.execute("BEGIN")
+        try:
+            matches = _term_matches(db, token, terms, cap) if terms else {}
+            history = read_history(db, since)
+            bounds = _model_bounds(db, scope)
+            # Mixed models are refused before any vector is compared: nothing to load.
+            loaded = _load(db, scope, bounds, 0) if load and len(set(bounds)) <= 1 else None
+        finally:
+            db.execute("ROLLBACK")  # it only read
+        return ScopeRead(matches, history, bounds, loaded)
+
+    return read
+
+
+async def _refuse_other_models(
+    connection: ThreadConnection,
+    scope: Scope,
+    bounds: tuple[ModelPair, ...],
+    model: str,
+    dimension: int,
+) -> None:
+    """:func:`~liz.facts.index.protocol.check_models` on a bare connection."""
+    if all(pair == (model, dimension) for pair in bounds):
+        return
+    stored = await connection.run(lambda db: db.execute(_DISTINCT_MODELS, scope).fetchall())
+    raise models_mismatch(scope, [(row[0], int(row[1])) for row in stored], model, dimension)
 
 
 class SqliteFactIndex:
@@ -183,30 +249,49 @@ class SqliteFactIndex:
         if not isinstance(query, np.ndarray):
             query = await query
         vectors = await self._vectors(session, scope, model, query.size)
-        if not vectors.ids:
-            return []
-        fetch = limit + TIE_MARGIN
-        rows, similarities = vectors.nearest(query, fetch)
-        scores = np.round(similarities, 6)
-        exhausted = len(vectors.ids) < fetch
-        top = (
-            range(len(scores))
-            if len(scores) <= fetch
-            else np.argpartition(-scores, fetch - 1)[:fetch]
-        )
-        found = [(vectors.ids[rows[i]], float(scores[i]), vectors.hashes[rows[i]]) for i in top]
-        chosen = deterministic_top(found, limit, exhausted)
-        return [candidate for candidate in chosen if candidate[1] >= threshold]
+        return best_candidates(vectors, query, limit=limit, threshold=threshold)
 
     async def similarities(
         self, session: AsyncSession, scope: Scope, ids: Sequence[str], query: Vector, *, model: str
     ) -> dict[str, float]:
         vectors = await self._vectors(session, scope, model, query.size)
-        return {
-            fact_id: rounded(vectors.matrix[vectors.rows[fact_id]] @ query)
-            for fact_id in ids
-            if fact_id in vectors.rows
-        }
+        return similarities_in(vectors, ids, query)
+
+    async def search_reads(
+        self,
+        connection: ThreadConnection,
+        scope: Scope,
+        terms: Sequence[str],
+        query: Awaitable[Vector],
+        *,
+        cap: int,
+        model: str,
+    ) -> tuple[dict[str, dict[str, str]], ScopeVectors, Vector]:
+        """What a search reads, off any session: :meth:`term_matches`, the scope's
+        vectors and the query (awaited meanwhile), in one hop to the connection's
+        thread (two when another process changed the scope since it was cached)."""
+        load = self._cache.get(scope) is None
+        issued = self._cache.epoch  # the read's snapshot begins with it (see take_history)
+        read = await connection.run(_read_scope(scope, terms, cap, self._cache.history_mark, load))
+        vector = await query
+        mark = self._cache.take_history(read.history, issued)
+        await _refuse_other_models(connection, scope, read.bounds, model, vector.size)
+        matches = {term: hits for term, hits in read.matches.items() if len(hits) <= cap}
+        cached = self._cache.get(scope)
+        if cached is not None and cached.bounds == read.bounds:
+            return matches, cached, vector
+        loaded = read.loaded
+        if loaded is None:  # dropped meanwhile: changed by another process
+            issued = self._cache.epoch
+            reread = await connection.run(_read_scope(scope, (), 0, self._cache.history_mark, True))
+            mark = self._cache.take_history(reread.history, issued)
+            await _refuse_other_models(connection, scope, reread.bounds, model, vector.size)
+            loaded = reread.loaded
+        if loaded is None:
+            raise RuntimeError("the scope's vectors were read but not returned")
+        loaded = _sized(loaded, vector.size)
+        self._cache.put(scope, loaded, mark)
+        return matches, loaded, vector
 
     async def term_matches(
         self, session: AsyncSession, scope: Scope, terms: Sequence[str], *, cap: int
@@ -257,3 +342,30 @@ class SqliteFactIndex:
         nor make the next search slow.
         """
         self._cache.absorb(scope, log)
+
+
+def best_candidates(
+    vectors: ScopeVectors, query: Vector, *, limit: int, threshold: float
+) -> list[Candidate]:
+    """The ``limit`` facts of ``vectors`` most similar to ``query``, at least ``threshold``."""
+    if not vectors.ids:
+        return []
+    fetch = limit + TIE_MARGIN
+    rows, similarities = vectors.nearest(query, fetch)
+    scores = np.round(similarities, 6)
+    exhausted = len(vectors.ids) < fetch
+    top = (
+        range(len(scores)) if len(scores) <= fetch else np.argpartition(-scores, fetch - 1)[:fetch]
+    )
+    found = [(vectors.ids[rows[i]], float(scores[i]), vectors.hashes[rows[i]]) for i in top]
+    chosen = deterministic_top(found, limit, exhausted)
+    return [candidate for candidate in chosen if candidate[1] >= threshold]
+
+
+def similarities_in(vectors: ScopeVectors, ids: Sequence[str], query: Vector) -> dict[str, float]:
+    """The similarity of each of ``ids`` found in ``vectors`` to ``query``."""
+    return {
+        fact_id: rounded(vectors.matrix[vectors.rows[fact_id]] @ query)
+        for fact_id in ids
+        if fact_id in vectors.rows
+    }

@@ -3,7 +3,8 @@
 A search is one matrix-vector product over the scope's matrix. Writes this
 process commits are patched into the matrix in place, in time independent of
 the scope's size; writes by other processes drop the scope, and the next search
-reloads it.
+reloads it; a database file replaced by a copy (an older one, or another
+database's) drops every scope (liz.facts.index.sqlite_history says how it shows).
 
 Searches read through read-only sessions that run beside the writer, each on its
 own snapshot, so a load can finish after a write it does not hold was committed
@@ -15,10 +16,8 @@ the scope taken in so far (else that write is missing).
 
 from __future__ import annotations
 
-import sqlite3
 from collections import OrderedDict
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import TypeVar
 
 import numpy as np
@@ -26,7 +25,9 @@ import numpy.typing as npt
 
 from liz.facts.domain import Scope
 from liz.facts.index.protocol import ChangeLog, ModelPair
-from liz.facts.vectors import HAS_BIT_COUNT, Vector, bit_distances, sign_bits, similarities_to
+from liz.facts.index.sqlite_bits import SignBits
+from liz.facts.index.sqlite_history import History, RowStamp
+from liz.facts.vectors import HAS_BIT_COUNT, Vector, similarities_to
 
 MIN_SPARE_ROWS = 64
 # Scopes with up to this many numbers (facts x dimensions, 16 MB) are scanned exactly.
@@ -37,8 +38,7 @@ EXACT_SCAN_VALUES = 4_000_000
 OVERSAMPLE = 20
 MIN_BIT_DIMENSIONS = 1024
 MIN_CANDIDATES = 1000
-_HISTORY_MARK = 'SELECT max(id) FROM "FactHistory"'
-_HISTORY_SINCE = 'SELECT id, "agentId", "userId" FROM "FactHistory" WHERE id > ?'
+GATHER_ROWS = 64
 
 
 class ScopeVectors:
@@ -59,9 +59,9 @@ class ScopeVectors:
         self.bounds = bounds  # see protocol.model_bounds
         self._storage = _with_spare(matrix, len(ids))
         # Sign bits only where a search uses them (see nearest).
-        self._bits = None
+        self._bits: SignBits | None = None
         if matrix.shape[1] >= MIN_BIT_DIMENSIONS and HAS_BIT_COUNT:
-            self._bits = _with_spare(sign_bits(matrix[: len(ids)]), len(ids))
+            self._bits = SignBits(matrix, len(ids), len(self._storage))
 
     @property
     def matrix(self) -> Vector:
@@ -84,19 +84,28 @@ class ScopeVectors:
         candidates = max(count * OVERSAMPLE, MIN_CANDIDATES)
         if self._bits is None or size * query.size <= EXACT_SCAN_VALUES or size <= candidates:
             return np.arange(size), similarities_to(self.matrix, query)
-        distances = bit_distances(self._bits[:size], sign_bits(query[np.newaxis])[0])
+        distances = self._bits.distances(query, size)
         rows = np.sort(np.argpartition(distances, candidates - 1)[:candidates])
-        return rows, similarities_to(self._storage[rows], query)
+        return rows, self._similarities_of(rows, query)
+
+    def _similarities_of(self, rows: npt.NDArray[np.intp], query: Vector) -> Vector:
+        # A block of rows at a time: copied out of the matrix, a block stays in the CPU's
+        # cache until it is scored (all candidates at once took half as long again).
+        found = np.empty(len(rows), dtype=np.float32)
+        for start in range(0, len(rows), GATHER_ROWS):
+            block = rows[start : start + GATHER_ROWS]
+            found[start : start + len(block)] = similarities_to(self._storage[block], query)
+        return found
 
     def add(self, fact_id: str, digest: str, vector: Vector) -> None:
         size = len(self.ids)
         if size == len(self._storage):
             self._storage = _with_spare(self._storage, size)
             if self._bits is not None:
-                self._bits = _with_spare(self._bits, size)
+                self._bits.grown(len(self._storage))
         self._storage[size] = vector
         if self._bits is not None:
-            self._bits[size] = sign_bits(vector[np.newaxis])[0]
+            self._bits.set(size, vector)
         self.ids.append(fact_id)
         self.hashes.append(digest)
         self.rows[fact_id] = size
@@ -110,7 +119,7 @@ class ScopeVectors:
             moved = self.ids[last]
             self._storage[row] = self._storage[last]
             if self._bits is not None:
-                self._bits[row] = self._bits[last]
+                self._bits.move(last, row)
             self.ids[row] = moved
             self.hashes[row] = self.hashes[last]
             self.rows[moved] = row
@@ -128,27 +137,6 @@ def _with_spare(matrix: npt.NDArray[Stored], size: int) -> npt.NDArray[Stored]:
     return spare
 
 
-@dataclass(frozen=True)
-class History:
-    """What one snapshot says of the history: its newest row, and the scope of each
-    row after ``since`` (the mark the cache had; None: not read)."""
-
-    mark: int
-    since: int | None
-    changed: list[tuple[int, Scope]]
-
-
-def read_history(db: sqlite3.Connection, since: int | None) -> History:
-    """:class:`History` on the connection's current snapshot."""
-    mark = int(db.execute(_HISTORY_MARK).fetchone()[0] or 0)
-    changed: list[tuple[int, Scope]] = []
-    if since is not None and mark > since:
-        changed = [
-            (row, (agent, user)) for row, agent, user in db.execute(_HISTORY_SINCE, (since,))
-        ]
-    return History(mark, since, changed)
-
-
 class ScopeCache:
     """Per-scope vectors, dropped when another process changes the scope's facts.
 
@@ -162,9 +150,16 @@ class ScopeCache:
         self._values: OrderedDict[Scope, tuple[ScopeVectors, int]] = OrderedDict()
         self._max_scopes = max_scopes
         self._history_mark: int | None = None
-        self._own: set[int] = set()  # history rows of writes this process already took in
+        self._mark_stamp: RowStamp = None  # the stamp of the row at the mark
+        # History rows of writes this process already took in, newer than the mark,
+        # each with its scope and the facts the write changed.
+        self._own: dict[int, tuple[Scope, frozenset[str]]] = {}
         # The newest history row of each scope's own writes newer than the history mark.
         self._own_newest: dict[Scope, int] = {}
+        # The newest history row known to be committed (the mark, or an own write), and
+        # how many times it rose: see take_history's ``issued``.
+        self._committed = 0
+        self._epoch = 0
 
     @property
     def history_mark(self) -> int | None:
@@ -172,30 +167,75 @@ class ScopeCache:
         :func:`read_history` and what that reads to :meth:`take_history`."""
         return self._history_mark
 
-    def take_history(self, history: History) -> int:
+    @property
+    def epoch(self) -> int:
+        """Changes whenever a newer history row is known committed (see :meth:`take_history`)."""
+        return self._epoch
+
+    def take_history(self, history: History, issued: int | None = None) -> int:
         """Forget scopes changed by others (another process) up to the snapshot
         ``history`` was read on; return that snapshot's history mark, which :meth:`put`
-        takes. Synchronous: nothing else runs between its reading and its writing."""
-        if history.mark <= (self._history_mark or 0) and self._history_mark is not None:
-            # Nothing new, or an older snapshot than the last one taken in (history
-            # rows are never deleted, so a lower mark means an older snapshot).
+        takes. Synchronous: nothing else runs between its reading and its writing.
+
+        ``issued`` is :attr:`epoch` as it was when the snapshot began, if it began with
+        the read (a transaction's first statement), else None. A snapshot that began
+        after a row was known committed holds that row, unless the database file was
+        replaced by a copy: then everything is forgotten (see liz.facts.index.sqlite_history).
+        """
+        if self._history_mark is None:
+            self._reset(history)  # the first look
             return history.mark
-        if self._history_mark is None or history.since is None:
-            self._values.clear()  # the first look, or rows since the mark were not read
-        else:
-            # Rows up to the current mark were taken in by the reader that set it.
-            self.invalidate(
-                {
-                    scope
-                    for row, scope in history.changed
-                    if row > self._history_mark and row not in self._own
-                }
-            )
+        current = issued == self._epoch
+        if self._replaced(history, current):
+            self._reset(history)
+            return history.mark
+        if history.mark <= self._history_mark:
+            # Nothing new, or an older snapshot than the last one taken in.
+            return history.mark
+        if history.since is None:
+            self._reset(history)  # rows since the mark were not read
+            return history.mark
+        stale: set[Scope] = set()
+        for row in history.changed:
+            if row.id <= self._history_mark:
+                continue  # taken in by the reader that set the mark
+            own = self._own.get(row.id)
+            if own is None:
+                stale.add(row.scope)
+            elif own[0] != row.scope or row.fact_id not in own[1]:
+                self._reset(history)  # another write holds an own write's row id
+                return history.mark
+        self.invalidate(stale)
+        self._advance(history)
+        return history.mark
+
+    def _replaced(self, history: History, current: bool) -> bool:
+        """Whether ``history`` comes from a database other than the one taken in so far."""
+        # The row at the mark, if this snapshot has it: is it the row seen there?
+        at_mark = history.since == self._history_mark and 0 < (history.since or 0) <= history.mark
+        if at_mark and history.since_stamp != self._mark_stamp:
+            return True
+        if history.mark == self._history_mark and history.stamp != self._mark_stamp:
+            return True
+        # Lower than a row known committed before the snapshot began: rows vanished.
+        return current and history.mark < self._committed
+
+    def _advance(self, history: History) -> None:
         mark = history.mark
-        self._own = {own for own in self._own if own > mark}
+        self._own = {row: own for row, own in self._own.items() if row > mark}
         self._own_newest = {s: own for s, own in self._own_newest.items() if own > mark}
-        self._history_mark = mark
-        return mark
+        self._history_mark, self._mark_stamp = mark, history.stamp
+        if mark > self._committed:
+            self._committed = mark
+            self._epoch += 1
+
+    def _reset(self, history: History) -> None:
+        self._values.clear()
+        self._own.clear()
+        self._own_newest.clear()
+        self._history_mark, self._mark_stamp = history.mark, history.stamp
+        self._committed = history.mark
+        self._epoch += 1
 
     def get(self, scope: Scope) -> ScopeVectors | None:
         entry = self._values.get(scope)
@@ -217,10 +257,14 @@ class ScopeCache:
 
     def absorb(self, scope: Scope, log: ChangeLog) -> None:
         """Patch a write this process committed into the scope's vectors, if cached."""
-        self._own.update(log.history_ids)
+        facts = frozenset([*(fact.id for fact in log.added), *log.removed])
+        self._own.update((row, (scope, facts)) for row in log.history_ids)
         if log.history_ids:
             newest = max(log.history_ids)
             self._own_newest[scope] = max(newest, self._own_newest.get(scope, 0))
+            if newest > self._committed:
+                self._committed = newest
+                self._epoch += 1
         entry = self._values.get(scope)
         if entry is None or (log.history_ids and entry[1] >= max(log.history_ids)):
             return  # not cached, or loaded after the commit: it has the write already
