@@ -60,15 +60,6 @@ def sign_bits(matrix: Vector) -> npt.NDArray[np.uint64]:
     return packed.view(np.uint64)
 
 
-def bit_distances(bits: npt.NDArray[np.uint64], query_bits: npt.NDArray[np.uint64]) -> Any:
-    """How many sign bits of each row differ from the query's (a Hamming distance)."""
-    distances = np.empty(len(bits), dtype=np.uint16)
-    for start in range(0, len(bits), _CHUNK_ROWS):  # in chunks that stay in the CPU's cache
-        chunk = np.bitwise_count(bits[start : start + _CHUNK_ROWS] ^ query_bits)
-        chunk.sum(axis=1, dtype=np.uint16, out=distances[start : start + len(chunk)])
-    return distances
-
-
 def rounded(similarity: float) -> float:
     """Similarities compared at 6 decimals: float noise differs between numpy and pgvector."""
     return round(float(similarity), 6)
