@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from liz.facts.domain import Fact, Scope
-from liz.facts.index.protocol import FactIndex
+from liz.facts.index.protocol import Candidate, FactIndex
 from liz.facts.normalize import fact_hash, keyword_terms
 from liz.facts.queries import facts_by_id
 from liz.facts.vectors import Vector
@@ -62,23 +62,54 @@ async def hybrid_search(
         session, scope, on_its_way, model=model, limit=candidates, threshold=threshold
     )
     vector = await on_its_way
-    hashes = {
-        fact_id: fact_hash(text) for hits in matches.values() for fact_id, text in hits.items()
-    }
-    by_keyword = order_keyword_hits(matches, hashes)[:candidates]
-    hashes.update((fact_id, digest) for fact_id, _, digest in by_vector)
-    similarities = {fact_id: similarity for fact_id, similarity, _ in by_vector}
-    missing = [fact_id for fact_id in by_keyword if fact_id not in similarities]
-    if missing:
-        similarities.update(await index.similarities(session, scope, missing, vector, model=model))
-    ranked_by_vector = [fact_id for fact_id, _, _ in by_vector]
-    chosen = fuse([ranked_by_vector, by_keyword], similarities, hashes, limit=limit)
-    facts = await facts_by_id(session, scope, chosen)
-    return [
-        replace(facts[fact_id], score=similarities.get(fact_id))
-        for fact_id in chosen
-        if fact_id in facts and facts[fact_id].retired_at is None
-    ]
+    ranks = Ranks.of(matches, by_vector, candidates)
+    if ranks.missing:
+        ranks.similarities.update(
+            await index.similarities(session, scope, ranks.missing, vector, model=model)
+        )
+    chosen = ranks.chosen(limit)
+    return ranks.found(chosen, await facts_by_id(session, scope, chosen))
+
+
+@dataclass
+class Ranks:
+    """The two rankings of a search's candidates, and what fusing them needs."""
+
+    by_vector: list[str]
+    by_keyword: list[str]
+    similarities: dict[str, float]  # the keyword hits' too, once ``missing`` is filled in
+    hashes: dict[str, str]
+
+    @classmethod
+    def of(
+        cls,
+        matches: Mapping[str, Mapping[str, str]],
+        by_vector: Sequence[Candidate],
+        candidates: int,
+    ) -> Ranks:
+        hashes = {
+            fact_id: fact_hash(text) for hits in matches.values() for fact_id, text in hits.items()
+        }
+        by_keyword = order_keyword_hits(matches, hashes)[:candidates]
+        hashes.update((fact_id, digest) for fact_id, _, digest in by_vector)
+        similarities = {fact_id: similarity for fact_id, similarity, _ in by_vector}
+        return cls([fact_id for fact_id, _, _ in by_vector], by_keyword, similarities, hashes)
+
+    @property
+    def missing(self) -> list[str]:
+        """Keyword hits whose similarity to the query is still to be computed."""
+        return [fact_id for fact_id in self.by_keyword if fact_id not in self.similarities]
+
+    def chosen(self, limit: int) -> list[str]:
+        return fuse([self.by_vector, self.by_keyword], self.similarities, self.hashes, limit=limit)
+
+    def found(self, chosen: Sequence[str], facts: Mapping[str, Fact]) -> list[Fact]:
+        """The chosen facts still active, best first, each with its similarity."""
+        return [
+            replace(facts[fact_id], score=self.similarities.get(fact_id))
+            for fact_id in chosen
+            if fact_id in facts and facts[fact_id].retired_at is None
+        ]
 
 
 def fuse(

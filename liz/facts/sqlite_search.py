@@ -16,22 +16,15 @@ retired fact is), a fact changed between them comes with its new text.
 from __future__ import annotations
 
 from collections.abc import Awaitable
-from dataclasses import replace
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from liz.db.engine import read_engine
 from liz.facts.domain import Fact, Scope
 from liz.facts.index.sqlite import SqliteFactIndex, best_candidates, similarities_in
-from liz.facts.normalize import fact_hash, keyword_terms
+from liz.facts.normalize import keyword_terms
 from liz.facts.queries import facts_from_sqlite_rows, read_facts_on_sqlite
-from liz.facts.search import (
-    CANDIDATE_FACTOR,
-    COMMON_WORD_FACTS,
-    MIN_CANDIDATES,
-    fuse,
-    order_keyword_hits,
-)
+from liz.facts.search import CANDIDATE_FACTOR, COMMON_WORD_FACTS, MIN_CANDIDATES, Ranks
 from liz.facts.sqlite_thread import connected
 from liz.facts.vectors import Vector
 
@@ -62,22 +55,10 @@ async def search_on_sqlite(
         )
         # From here on as hybrid_search ranks, with the vectors at hand.
         by_vector = best_candidates(vectors, vector, limit=candidates, threshold=threshold)
-        hashes = {
-            fact_id: fact_hash(text) for hits in matches.values() for fact_id, text in hits.items()
-        }
-        by_keyword = order_keyword_hits(matches, hashes)[:candidates]
-        hashes.update((fact_id, digest) for fact_id, _, digest in by_vector)
-        similarities = {fact_id: similarity for fact_id, similarity, _ in by_vector}
-        missing = [fact_id for fact_id in by_keyword if fact_id not in similarities]
-        similarities.update(similarities_in(vectors, missing, vector))
-        ranked_by_vector = [fact_id for fact_id, _, _ in by_vector]
-        chosen = fuse([ranked_by_vector, by_keyword], similarities, hashes, limit=limit)
+        ranks = Ranks.of(matches, by_vector, candidates)
+        ranks.similarities.update(similarities_in(vectors, ranks.missing, vector))
+        chosen = ranks.chosen(limit)
         if not chosen:
             return []
         rows = await connection.run(lambda db: read_facts_on_sqlite(db, chosen))
-    facts = facts_from_sqlite_rows(rows, engine.dialect, scope)
-    return [
-        replace(facts[fact_id], score=similarities.get(fact_id))
-        for fact_id in chosen
-        if fact_id in facts and facts[fact_id].retired_at is None
-    ]
+    return ranks.found(chosen, facts_from_sqlite_rows(rows, engine.dialect, scope))
