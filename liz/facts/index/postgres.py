@@ -15,6 +15,10 @@ A scope of at most ``EXACT_COMPONENTS`` (facts times dimension) is compared in
 full, exactly; a larger one walks the HNSW graph with pgvector's iterative scan,
 which keeps going past ``ef_search`` until enough of the scope's facts turn up, and
 when even that gives up (``hnsw.max_scan_tuples``) the scope is compared in full.
+
+Facts a small write just added or re-embedded are not in the graph yet
+(liz.facts.pg_indexing puts them in after the commit): the graph's search compares
+the scope's pending facts exactly in the same statement, so none is ever missed.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from liz.facts.index.protocol import (
     matches_per_term,
     model_bounds,
 )
+from liz.facts.pg_indexing import BackgroundIndexing
 from liz.facts.vectors import Vector, rounded
 
 logger = logging.getLogger(__name__)
@@ -76,15 +81,21 @@ _ACTIVE = f'WHERE {_SCOPE} AND "retiredAt" IS NULL AND "embeddingDim" = {{dim}} 
 # The query vector is bound as a list of floats, which the driver sends as a binary
 # real[] (writing 1536 floats as text took 1.3 ms of Python), and cast here.
 _QUERY = "CAST(CAST(:query AS real[]) AS vector{size})"
-# The partial index's own expression, so the planner can walk the graph in its order.
+# The partial index's own expression and predicate, so the planner can walk the graph
+# in its order; and, in the same statement, the scope's facts not yet in the graph
+# (liz.facts.pg_indexing), compared exactly: the last column says which part a row is of.
 _HNSW = (
-    f"SELECT id, 1 - ((embedding::vector({{dim}})) <=> {_QUERY.format(size='({dim})')}), hash "
-    f'FROM "Fact" {_ACTIVE}'
-    f"ORDER BY (embedding::vector({{dim}})) <=> {_QUERY.format(size='({dim})')} LIMIT :limit"
+    "(SELECT id, 1 - ((embedding::vector({dim})) <=> "
+    f"{_QUERY.format(size='({dim})')}), hash, false "
+    f'FROM "Fact" {_ACTIVE}AND NOT "vectorPending" '
+    f"ORDER BY (embedding::vector({{dim}})) <=> {_QUERY.format(size='({dim})')} LIMIT :limit) "
+    f"UNION ALL (SELECT id, 1 - (embedding <=> {_QUERY.format(size='')}), hash, true "
+    f'FROM "Fact" {_ACTIVE}AND "vectorPending" '
+    f"ORDER BY embedding <=> {_QUERY.format(size='')} LIMIT :limit)"
 )
 # Not the index's expression: the planner cannot take the (approximate) graph for it.
 _EXACT = (
-    f"SELECT id, 1 - (embedding <=> {_QUERY.format(size='')}), hash "
+    f"SELECT id, 1 - (embedding <=> {_QUERY.format(size='')}), hash, false "
     f'FROM "Fact" {_ACTIVE}'
     f"ORDER BY embedding <=> {_QUERY.format(size='')} LIMIT :limit"
 )
@@ -95,7 +106,7 @@ def hnsw_index_statement(dimension: int) -> str:
     return (
         f'CREATE INDEX IF NOT EXISTS "Fact_embedding_hnsw_{dimension}" ON "Fact" '
         f"USING hnsw ((embedding::vector({dimension})) vector_cosine_ops) "
-        f'WHERE "embeddingDim" = {dimension}'
+        f'WHERE "embeddingDim" = {dimension} AND NOT "vectorPending"'
     )
 
 
@@ -116,6 +127,8 @@ class PostgresFactIndex:
         self._exact_components = exact_components
         self._prepared: set[int] = set()
         self._dimensions: dict[str, int] = {}  # each embedding model's, as last searched
+        # Puts the vectors small writes left pending into the HNSW graph.
+        self.indexing = BackgroundIndexing(engine)
 
     async def _check(self, session: AsyncSession, scope: Scope, model: str, dimension: int) -> None:
         bounds = await model_bounds(session, scope)
@@ -168,14 +181,18 @@ class PostgresFactIndex:
         if not active:
             return []
         values = {"query": vector.tolist(), "agent": scope[0], "user": scope[1]}
-        found: list[Candidate] = []
+        graph: list[Candidate] = []
+        pending: list[Candidate] = []
         if active > self._exact_components // dimension:
-            found = await self._search(session, _HNSW, dimension, values, wanted)
-        if len(found) < min(wanted, active):
+            graph, pending = await self._search(session, _HNSW, dimension, values, wanted)
+            if pending:
+                self.indexing.wake()  # left by a step that failed, or by another process
+        if len(graph) < min(wanted, active - len(pending)):
             # A small scope, or HNSW gave up before finding enough of the scope's facts
             # (a scope that is a small part of a large table): every fact is compared.
-            found = await self._search(session, _EXACT, dimension, values, wanted)
-        chosen = deterministic_top(found, limit, exhausted=len(found) < wanted)
+            graph, pending = await self._search(session, _EXACT, dimension, values, wanted)
+        found, exhausted = _merged((graph, pending), wanted)
+        chosen = deterministic_top(found, limit, exhausted=exhausted)
         return [candidate for candidate in chosen if candidate[1] >= threshold]
 
     async def _plan(
@@ -206,11 +223,16 @@ class PostgresFactIndex:
         dimension: int,
         values: Mapping[str, object],
         wanted: int,
-    ) -> list[Candidate]:
+    ) -> tuple[list[Candidate], list[Candidate]]:
+        """The statement's rows: those from the graph (or the exact scan), then those
+        of facts not yet in the graph."""
         result = await session.execute(
             text(statement.format(dim=dimension)), {**values, "limit": wanted}
         )
-        return [(row[0], rounded(row[1]), row[2]) for row in result]
+        parts: tuple[list[Candidate], list[Candidate]] = ([], [])
+        for row in result:
+            parts[1 if row[3] else 0].append((row[0], rounded(row[1]), row[2]))
+        return parts
 
     async def similarities(
         self, session: AsyncSession, scope: Scope, ids: Sequence[str], query: Vector, *, model: str
@@ -246,7 +268,7 @@ class PostgresFactIndex:
         )
 
     async def facts_added(self, session: AsyncSession, facts: Iterable[IndexedFact]) -> None:
-        return None  # the GIN and HNSW indexes follow the table by themselves
+        return None  # the GIN index follows the table; HNSW too, or after liz.facts.pg_indexing
 
     async def facts_removed(self, session: AsyncSession, fact_ids: Iterable[str]) -> None:
         return None
@@ -255,4 +277,20 @@ class PostgresFactIndex:
         return None  # nothing cached: every search reads the database
 
     def absorb(self, scope: Scope, log: ChangeLog) -> None:
-        return None
+        if log.added:  # a small write leaves its new vectors pending (liz.facts.pg_commit)
+            self.indexing.wake()
+
+
+def _merged(parts: Sequence[Sequence[Candidate]], wanted: int) -> tuple[list[Candidate], bool]:
+    """Candidates from lists each cut at ``wanted``, and whether none was cut.
+
+    Past the last candidate of a list that was cut, facts of that list went unseen;
+    so below the highest such cut no order is known, and those candidates are left
+    out. What remains is the ``wanted`` best or more, the same as one list would give.
+    """
+    cuts = [min(candidate[1] for candidate in part) for part in parts if len(part) >= wanted]
+    found = [candidate for part in parts for candidate in part]
+    if not cuts:
+        return found, True
+    floor = max(cuts)
+    return [candidate for candidate in found if candidate[1] >= floor], False
