@@ -32,17 +32,20 @@ BATCH = 50  # facts per transaction: short row locks, small commits
 # (scope locks are hashes, liz.facts.snapshot.scope_lock_key).
 INDEXING_LOCK = 0x6C697A5F696478  # "liz_idx"
 
-_LOCKED = f"SELECT pg_try_advisory_xact_lock({INDEXING_LOCK})"
+# One statement, one round trip, its own transaction. The lock is tried for each row
+# the subquery would take (a volatile function is never hoisted out of the scan), so
+# while another step holds it no row qualifies.
 _CLEAR = (
     'UPDATE "Fact" SET "vectorPending" = false WHERE id IN (SELECT id FROM "Fact" '
-    'WHERE "vectorPending" LIMIT $1 FOR UPDATE SKIP LOCKED) RETURNING id'
+    f'WHERE "vectorPending" AND pg_try_advisory_xact_lock({INDEXING_LOCK}) '
+    "LIMIT $1 FOR UPDATE SKIP LOCKED) RETURNING id"
 )
 
 
-async def index_pending(engine: AsyncEngine, *, batch: int = BATCH) -> int | None:
-    """Move up to ``batch`` pending facts into the HNSW graph, in one transaction.
+async def index_pending(engine: AsyncEngine, *, batch: int = BATCH) -> int:
+    """Move up to ``batch`` pending facts into the HNSW graph, in one transaction;
+    return how many moved (none while another step holds the indexing lock).
 
-    Returns how many moved, or None when another step holds the indexing lock.
     Database errors are raised as SQLAlchemy's ``DBAPIError``.
     """
     import asyncpg  # here: installs without PostgreSQL support lack it
@@ -50,10 +53,7 @@ async def index_pending(engine: AsyncEngine, *, batch: int = BATCH) -> int | Non
     raw = await engine.raw_connection()
     connection: Any = raw.driver_connection
     try:
-        async with connection.transaction():
-            if not await connection.fetchval(_LOCKED):
-                return None
-            return len(await connection.fetch(_CLEAR, batch))
+        return len(await connection.fetch(_CLEAR, batch))
     except asyncio.CancelledError:
         # Cancelled mid-statement, as the tasks still running when an event loop ends
         # are: asyncpg would send the server a cancel request from a task of its own,
@@ -99,7 +99,7 @@ class BackgroundIndexing:
         try:
             while True:
                 moved = await index_pending(self._engine, batch=self._batch)
-                if moved is None or (moved < self._batch and not self._again):
+                if moved < self._batch and not self._again:
                     return
                 self._again = False
         except Exception:
