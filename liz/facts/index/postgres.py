@@ -79,8 +79,11 @@ _PLAN = text(
 )
 _ACTIVE = f'WHERE {_SCOPE} AND "retiredAt" IS NULL AND "embeddingDim" = {{dim}} '
 # The query vector is bound as a list of floats, which the driver sends as a binary
-# real[] (writing 1536 floats as text took 1.3 ms of Python), and cast here.
-_QUERY = "CAST(CAST(:query AS real[]) AS vector{size})"
+# real[] (writing 1536 floats as text took 1.3 ms of Python), and cast here, once: in
+# a scalar subquery. Written inline, the cast ran for every row compared as soon as the
+# server switched the prepared statement to its generic plan (after five runs): 8.9 ms
+# instead of 1.4 for an exact search of 1,000 facts of 1536 dimensions.
+_QUERY = "(SELECT CAST(CAST(:query AS real[]) AS vector{size}))"
 # The partial index's own expression and predicate, so the planner can walk the graph
 # in its order; and, in the same statement, the scope's facts not yet in the graph
 # (liz.facts.pg_indexing), compared exactly: the last column says which part a row is of.
