@@ -28,6 +28,8 @@ from sqlalchemy.util import greenlet_spawn
 logger = logging.getLogger(__name__)
 
 BATCH = 50  # facts per transaction: short row locks, small commits
+QUIET_SECONDS = 0.05  # no write for this long: index now
+AT_MOST_SECONDS = 1.0  # however busy the writes, index this long after the first
 # The advisory lock one indexing step holds; a fixed number no other lock of liz's uses
 # (scope locks are hashes, liz.facts.snapshot.scope_lock_key).
 INDEXING_LOCK = 0x6C697A5F696478  # "liz_idx"
@@ -74,34 +76,59 @@ class BackgroundIndexing:
 
     :meth:`wake` after a write that left facts pending (or a search that saw some);
     :meth:`wait` lets a caller (a test, a shutdown) see the task through.
+
+    The task starts its steps once the process has gone ``quiet`` seconds without a
+    wake, or ``at_most`` seconds after the first: a graph insert takes a core for
+    milliseconds, which on a small machine would otherwise slow the very next write
+    of a burst; a steady stream of writes still has its facts indexed every
+    ``at_most`` seconds, in batches.
     """
 
-    def __init__(self, engine: AsyncEngine, *, batch: int = BATCH) -> None:
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        *,
+        batch: int = BATCH,
+        quiet: float = QUIET_SECONDS,
+        at_most: float = AT_MOST_SECONDS,
+    ) -> None:
         self._engine = engine
         self._batch = batch
+        self._quiet = quiet
+        self._at_most = at_most
         self._task: asyncio.Task[None] | None = None
         self._again = False
+        self._last_wake = 0.0
 
     def wake(self) -> None:
         """Start the task, or tell the running one to look again when it is done."""
+        loop = asyncio.get_running_loop()
+        self._last_wake = loop.time()
         if self._task is not None and not self._task.done():
             self._again = True
             return
         self._again = False
-        self._task = asyncio.get_running_loop().create_task(self._run())
+        self._task = loop.create_task(self._run())
 
     async def wait(self) -> None:
         """Until the running task (if any) has finished."""
         while self._task is not None and not self._task.done():
             await asyncio.shield(self._task)
 
+    async def _until_quiet(self) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._at_most
+        while (now := loop.time()) < deadline and now - self._last_wake < self._quiet:
+            await asyncio.sleep(min(deadline, self._last_wake + self._quiet) - now)
+
     async def _run(self) -> None:
         try:
             while True:
+                await self._until_quiet()
+                self._again = False
                 moved = await index_pending(self._engine, batch=self._batch)
                 if moved < self._batch and not self._again:
                     return
-                self._again = False
         except Exception:
             # A background task has no caller to raise to. The facts stay pending and
             # searchable; the next write or search starts another step.
