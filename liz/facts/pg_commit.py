@@ -1,12 +1,15 @@
 """Committing a small write plan on PostgreSQL on the pooled connection's own driver
 (asyncpg, through liz.db.driver), not through a SQLAlchemy session.
 
-The same transaction as liz.facts.commit's session path, in four round trips: ``BEGIN``
-with the scope's advisory lock (one simple query), the snapshot the plan reads, the
-writes (new facts and their history rows in one statement; an update per changed
-fact), ``COMMIT``. Through the session the same statements cost six round trips and
-about 1.9 ms of Python for SQLAlchemy's bookkeeping. Larger writes, and writes that run
-a caller's ``on_commit`` in their transaction, keep the session.
+The same transaction as liz.facts.commit's session path, but for one thing: the facts
+it adds or re-embeds are marked ``"vectorPending"``, left out of the HNSW graph until
+liz.facts.pg_indexing puts them in (searches compare them exactly meanwhile). It costs
+four round trips: ``BEGIN`` with the scope's advisory lock (one simple query), the
+snapshot the plan reads, the writes (new facts and their history rows in one
+statement; an update per changed fact), ``COMMIT``. Through the session the same
+statements cost six round trips and about 1.9 ms of Python for SQLAlchemy's
+bookkeeping. Larger writes, and writes that run a caller's ``on_commit`` in their
+transaction, keep the session.
 """
 
 from __future__ import annotations
@@ -44,6 +47,9 @@ _BY_HASH = Statement.of(
     f'SELECT {_SNAPSHOT_COLUMNS} FROM "Fact" WHERE "agentId" = {{}} AND "userId" = {{}} '
     'AND hash = ANY({}::text[]) AND "retiredAt" IS NULL ORDER BY "createdAt", id'
 )
+# New and re-embedded facts wait outside the HNSW graph: liz.facts.pg_indexing moves
+# them in after the commit, which takes the graph's insert out of the write's time.
+_PENDING = '"vectorPending"'
 _COMMIT = Statement.of("COMMIT")
 _ROLLBACK = Statement.of("ROLLBACK")
 
@@ -122,6 +128,8 @@ def _placeholder(key: str) -> str:
 @functools.cache
 def _update_statement(keys: tuple[str, ...]) -> Statement:
     assignments = ", ".join(f'"{_FACT_COLUMNS[key]}" = {_placeholder(key)}' for key in keys)
+    if "embedding" in keys:
+        assignments += f", {_PENDING} = true"
     return Statement.of(f'UPDATE "Fact" SET {assignments} WHERE id = {{}}')
 
 
@@ -134,11 +142,14 @@ def _insert_statement(
     history_sql = _insert_sql("FactHistory", _HISTORY_COLUMNS, history_keys, history)
     if not facts:
         return Statement.of(f"{history_sql} RETURNING id")
-    facts_sql = _insert_sql("Fact", _FACT_COLUMNS, fact_keys, facts)
+    facts_sql = _insert_sql("Fact", _FACT_COLUMNS, fact_keys, facts, pending=True)
     return Statement.of(f"WITH added AS ({facts_sql}) {history_sql} RETURNING id")
 
 
-def _insert_sql(table: str, columns: dict[str, str], keys: Sequence[str], count: int) -> str:
-    names = ", ".join(f'"{columns[key]}"' for key in keys)
-    one_row = "(" + ", ".join(_placeholder(key) for key in keys) + ")"
+def _insert_sql(
+    table: str, columns: dict[str, str], keys: Sequence[str], count: int, *, pending: bool = False
+) -> str:
+    names = ", ".join([f'"{columns[key]}"' for key in keys] + ([_PENDING] if pending else []))
+    values = [_placeholder(key) for key in keys] + (["true"] if pending else [])
+    one_row = "(" + ", ".join(values) + ")"
     return f'INSERT INTO "{table}" ({names}) VALUES ' + ", ".join([one_row] * count)

@@ -4,7 +4,8 @@ Dialect-specific search structures live beside these tables and are made by the
 migration and the index modules, not declared here: on SQLite the
 FTS5 table ``FactSearch`` (kept in step by liz.facts.index.sqlite); on PostgreSQL
 a generated ``searchVector`` column (``to_tsvector('simple', text)``) with a GIN
-index, and one HNSW index per embedding dimension.
+index, one HNSW index per embedding dimension, and the ``vectorPending`` mark of
+facts not yet in it (liz.facts.pg_indexing).
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ SEARCH_STRUCTURE_PREFIXES = (
     "Fact_embedding_hnsw",
     "Fact_text_search",
     "searchVector",
+    "vectorPending",  # PostgreSQL: a vector not yet in the HNSW graph (liz.facts.pg_indexing)
+    "Fact_vector_pending",
 )
 
 
