@@ -7,8 +7,8 @@ A message's later lines are indented, so only the speakers' lines start at the m
 and no message can forge a line the agent said. What a user wrote is neutralised as
 every value a template prints is (:func:`liz.prompt_text.neutralize`).
 
-The same lines feed the token budget (load_memories) and the prompt (context.j2,
-as ``conversation``). A line depends only on its message, and the same 100 messages
+The same lines feed the token budget (load_memories) and the prompt (context.j2's
+``conversation`` filter). A line depends only on its message, and the same 100 messages
 come back turn after turn, so lines are kept in a small cache instead of being
 formatted again each time.
 """
