@@ -95,7 +95,17 @@ async def test_a_connection_the_server_dropped_is_replaced(database_url: str) ->
         admin = create_engine(database_url, pooled=False)
         async with admin.connect() as connection:
             await connection.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+            # pg_terminate_backend only signals the backend: wait until it has gone, so the
+            # pooled connection is dropped while idle, not in the middle of the ping.
+            for _ in range(500):
+                still_there = await connection.scalar(
+                    text("SELECT count(*) FROM pg_stat_activity WHERE pid = :pid"), {"pid": pid}
+                )
+                if not still_there:
+                    break
+                await asyncio.sleep(0.01)
         await admin.dispose()
+        await asyncio.sleep(0.05)  # the client reads the server's goodbye and the socket's end
         # pool_pre_ping notices the dead connection and opens a new one.
         async with sessions() as session:
             assert await session.scalar(text("SELECT pg_backend_pid()")) != pid
