@@ -40,13 +40,14 @@ from liz.facts.index import FactIndex, open_index
 from liz.facts.index.sqlite import SqliteFactIndex
 from liz.facts.learning import learn_facts
 from liz.facts.queries import fact_history, facts_as_of, list_facts, records_by_id, to_fact
+from liz.facts.query_vectors import QueryVectors
 from liz.facts.reindex import reindex_facts
 from liz.facts.scope_writes import ScopeWrites, database_errors
 from liz.facts.search import hybrid_search
 from liz.facts.settings import FactSettings
 from liz.facts.sqlite_search import search_on_sqlite
 from liz.facts.sqlite_thread import supports
-from liz.facts.vectors import Vector, embed
+from liz.facts.vectors import Vector
 from liz.llm import LLMClient
 from liz.templates import PromptTemplates
 from liz.types import Clock, SystemClock
@@ -76,6 +77,7 @@ class FactStore:
         self.dialect = engine.dialect.name
         self.index: FactIndex = open_index(engine, cache_scopes=self.settings.cache_scopes)
         self._writes = ScopeWrites(self.clock)
+        self._query_vectors = QueryVectors(llm)  # concurrent searches share requests
         self._ready = False
         self._dimensions: set[int] = set()  # embedding sizes the index is ready for
 
@@ -213,7 +215,7 @@ class FactStore:
                     await embedding
 
     async def _query_vector(self, query: str) -> Vector:
-        (vector,) = await embed(self.llm, [query])
+        vector = await self._query_vectors.embed(query)
         await self.index.prepare_dimension(int(vector.size))
         self._dimensions.add(int(vector.size))
         return vector

@@ -1,0 +1,101 @@
+"""The query embeddings of concurrent searches, asked for in shared requests.
+
+Every search needs its query embedded, and an embeddings request costs liz about a
+millisecond of CPU in the openai SDK (building the request, reading the answer),
+however many texts it carries; with facts on, that was the largest single cost a
+chat turn added. Under load many turns want one at the same moment. Here the texts
+asked for in the same pass of the event loop go in one request, and while
+``requests_out`` requests are out, new texts wait and go together in the next one,
+as soon as one comes back. A search on its own is sent at once: a lone user waits
+no longer, and a busy server sends fewer, larger requests (fewer against a
+provider's rate limit, too).
+
+A request the endpoint refuses for what it carries (400, 413, 422: a text too long
+for the model, say) is sent again one text at a time, so one user's message never
+fails another's search; any other failure (the endpoint down, rate limiting) is
+every waiting search's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from liz.errors import LLMError
+from liz.facts.vectors import Vector, embed
+
+if TYPE_CHECKING:
+    from liz.llm import LLMClient
+
+# The endpoint refused the request for what it carried, not for who sent it or when.
+_REFUSED_FOR_CONTENT = frozenset({400, 413, 422})
+
+_Waiting = tuple[str, "asyncio.Future[Vector]"]
+
+
+class QueryVectors:
+    """Unit-length query embeddings by ``llm``'s embedding model, batched under load."""
+
+    def __init__(self, llm: LLMClient, *, requests_out: int = 1, most_texts: int = 32) -> None:
+        self.llm = llm
+        self.requests_out = requests_out
+        self.most_texts = most_texts
+        self._waiting: list[_Waiting] = []
+        self._out = 0
+        self._sending: set[asyncio.Task[None]] = set()  # held, so none is collected mid-way
+
+    async def embed(self, text: str) -> Vector:
+        """``text``'s embedding, in the next request that goes out."""
+        future: asyncio.Future[Vector] = asyncio.get_running_loop().create_future()
+        self._waiting.append((text, future))
+        self._send_if_free()
+        return await future
+
+    def _send_if_free(self) -> None:
+        if self._out >= self.requests_out or not self._waiting:
+            return
+        self._out += 1
+        task = asyncio.ensure_future(self._send())
+        self._sending.add(task)
+        task.add_done_callback(self._sending.discard)
+
+    async def _send(self) -> None:
+        try:
+            # Texts asked for until this task runs (the rest of this pass) come along.
+            await asyncio.sleep(0)
+            batch = [(text, future) for text, future in self._waiting if not future.done()]
+            batch, self._waiting = batch[: self.most_texts], batch[self.most_texts :]
+            if batch:
+                await _answer(self.llm, batch)
+        finally:
+            self._out -= 1
+            self._send_if_free()
+
+
+async def _answer(llm: LLMClient, batch: list[_Waiting]) -> None:
+    """Embed the batch's texts and settle each future with its vector or the error."""
+    futures = [future for _, future in batch]
+    try:
+        vectors = await embed(llm, [text for text, _ in batch])
+    except LLMError as error:
+        if len(batch) > 1 and error.upstream_status in _REFUSED_FOR_CONTENT:
+            await asyncio.gather(*(_answer(llm, [waiting]) for waiting in batch))
+        else:
+            _settle(futures, error)
+        return
+    except asyncio.CancelledError:  # the loop is closing: the searches end too
+        for future in futures:
+            future.cancel()
+        raise
+    except Exception as error:  # each search raises it: none is left waiting
+        _settle(futures, error)
+        return
+    for future, vector in zip(futures, vectors, strict=True):
+        if not future.done():
+            future.set_result(vector)
+
+
+def _settle(futures: list[asyncio.Future[Vector]], error: Exception) -> None:
+    for future in futures:
+        if not future.done():
+            future.set_exception(error)
