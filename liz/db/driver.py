@@ -94,6 +94,11 @@ class Driver:
         self._connection = connection  # aiosqlite.Connection or asyncpg.Connection
         self.sqlite = sqlite
 
+    @property
+    def connection(self) -> Any:
+        """The driver's own connection, for what only it offers (type codecs)."""
+        return self._connection
+
     async def execute(self, statement: Statement, *parameters: Any) -> None:
         if self.sqlite:
             await self._connection.execute(statement.sqlite, self._bound(parameters))

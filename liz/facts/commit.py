@@ -12,6 +12,8 @@ decision made on stale text.
 from __future__ import annotations
 
 import json
+import os
+import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -211,7 +213,7 @@ def planned_rows(
             rows.record(fact_id, Event.UPDATE, target.text, change.text, change.reason)
             events.append(FactEvent(Event.UPDATE, fact_id, change.text, target.text, change.reason))
         else:
-            fact_id = str(uuid.uuid4())
+            fact_id = new_fact_id()
             rows.facts.append(_inserted(fact_id, change, vectors[change.text], context))
             rows.record(fact_id, Event.ADD, None, change.text, change.reason)
             events.append(FactEvent(Event.ADD, fact_id, change.text, reason=change.reason))
@@ -256,6 +258,25 @@ async def _send(session: AsyncSession, index: FactIndex, rows: Rows, log: Change
     elif rows.history:
         ids = await session.scalars(_INSERT_HISTORY, rows.history)
         log.history_ids.extend(ids)
+
+
+def new_fact_id() -> str:
+    """A new fact's id: a UUID laid out as version 7 (RFC 9562), the time in
+    milliseconds first and 74 random bits after it.
+
+    Random (version 4) ids put each new fact in a random leaf of every index keyed by
+    id (the facts' primary key, the history rows' ``factId``): at 100k facts those
+    leaves are rarely in PostgreSQL's buffers, and the first change to each after a
+    checkpoint writes the whole 8 kB page to the WAL, which the commit then waits to
+    flush. Ids that grow with time all go to the same few rightmost leaves; a store of
+    one fact wrote half the WAL (16 kB to 8 kB at 100k facts of 1536 dimensions).
+    Still 122 bits of uniqueness, as opaque as before; the time they carry is the
+    fact's ``createdAt``, which the store shows anyway.
+    """
+    millis = time.time_ns() // 1_000_000 & (1 << 48) - 1
+    random = int.from_bytes(os.urandom(10), "big")
+    value = millis << 80 | 0x7 << 76 | (random >> 62 & 0xFFF) << 64 | 0b10 << 62
+    return str(uuid.UUID(int=value | random & (1 << 62) - 1))
 
 
 def _inserted(
