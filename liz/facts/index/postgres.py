@@ -19,6 +19,10 @@ when even that gives up (``hnsw.max_scan_tuples``) the scope is compared in full
 Facts a small write just added or re-embedded are not in the graph yet
 (liz.facts.pg_indexing puts them in after the commit): the graph's search compares
 the scope's pending facts exactly in the same statement, so none is ever missed.
+
+The statements and decisions here serve two callers: this index's session methods
+(liz.facts.search, learning's reconciliation) and liz.facts.pg_search, which runs the
+same statements on the driver's connection for FactStore.search.
 """
 
 from __future__ import annotations
