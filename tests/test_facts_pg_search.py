@@ -9,6 +9,7 @@ import asyncio
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -275,3 +276,31 @@ async def test_a_cancelled_search_leaves_the_pool_usable_and_no_transaction_open
     finally:
         await engine.dispose()
         await watcher.dispose()
+
+
+@pytest.mark.parametrize("limit", [1, 3, 5])
+async def test_facts_equally_similar_to_six_decimals_come_in_the_same_order_both_ways(
+    engine: AsyncEngine, llm: LLMClient, limit: int
+) -> None:
+    # One direction, each fact's nudged a little aside (by less than a millionth of
+    # similarity): the database's raw similarities differ, the rounded ones are equal,
+    # so only the text hash orders the facts, unlike the raw similarity.
+    store = FactStore(make_sessionmaker(engine), llm, engine=engine, settings=fact_settings())
+    texts = [f"User owns bicycle {number}" for number in range(25)]
+    await store.apply(
+        [{"op": "add", "text": t, "categories": ["a", "b"]} for t in texts], AGENT, USER
+    )
+    (direction,) = await embed(llm, ["quiet harbour"])  # no word of the facts: no keyword hits
+    aside = int(np.argmin(np.abs(direction)))  # a component the direction barely has
+    nudge = text('UPDATE "Fact" SET embedding = CAST(CAST(:e AS real[]) AS vector) WHERE id = :id')
+    async with engine.begin() as connection:
+        ids = (await connection.execute(text('SELECT id FROM "Fact" ORDER BY id'))).scalars().all()
+        for number, fact_id in enumerate(ids):
+            nudged = direction.astype(np.float32).copy()
+            nudged[aside] += (number + 1) * 4e-5
+            await connection.execute(nudge, {"e": nudged.tolist(), "id": fact_id})
+    index = PostgresFactIndex(engine)
+    for query in ("quiet harbour", "quiet harbour 7"):
+        off, through = await both_ways(engine, index, llm, query, limit=limit, threshold=0.0)
+        assert off == through
+        assert len(off) == limit

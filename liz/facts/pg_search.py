@@ -60,9 +60,14 @@ from liz.facts.search import CANDIDATE_FACTOR, COMMON_WORD_FACTS, MIN_CANDIDATES
 from liz.facts.vectors import Vector, rounded
 
 _ROLLBACK = Statement.of("ROLLBACK")
-# The rows of a search carry the fact's own columns after (id, similarity, hash, part).
-_FACT_COLUMNS = ", " + FACT_COLUMN_NAMES
+# The rows of a search carry the fact's own columns after (id, similarity, hash, part):
+# those of keyword hits, and of the vector candidates near enough the top to be chosen;
+# decoding them all cost more than the search itself (48 rows of 1536 dimensions).
+_FACT_NAMES = FACT_COLUMN_NAMES.split(", ")
+_FACT_ALIASES = "".join(f", {name} AS f{number}" for number, name in enumerate(_FACT_NAMES))
+_FACT_KEPT = "".join(f", CASE WHEN kept THEN f{number} END" for number in range(len(_FACT_NAMES)))
 _FACT_AT = 4
+_FACTS_BY_ID = f'SELECT {FACT_COLUMN_NAMES} FROM "Fact" WHERE id = ANY(:ids)'
 
 
 async def search_on_postgres(
@@ -86,8 +91,23 @@ async def search_on_postgres(
     try:
         async with connect(engine) as db:
             read = await _read(
-                db, index, scope, terms, query_vector, model=model, candidates=candidates
+                db,
+                index,
+                scope,
+                terms,
+                query_vector,
+                model=model,
+                candidates=candidates,
+                limit=limit,
             )
+            if read is None:
+                return []
+            ranks, reads, parts = read
+            wanted = candidates + TIE_MARGIN
+            ranks.add_vector_ranking(nearest(parts, wanted, limit=candidates, threshold=threshold))
+            ranks.similarities.update(reads.similarities(ranks.missing))
+            chosen = ranks.chosen(limit)
+            return ranks.found(chosen, await reads.facts(chosen))
     except Exception as exc:
         # A connection the server dropped can fail as the driver's own error (not a
         # PostgreSQL error, which liz.db.driver turns into SQLAlchemy's): told here.
@@ -95,14 +115,6 @@ async def search_on_postgres(
         if outage is None or isinstance(exc, SQLAlchemyError):
             raise
         raise outage from exc
-    if read is None:
-        return []
-    ranks, reads, parts = read
-    wanted = candidates + TIE_MARGIN
-    ranks.add_vector_ranking(nearest(parts, wanted, limit=candidates, threshold=threshold))
-    ranks.similarities.update(reads.similarities(ranks.missing))
-    chosen = ranks.chosen(limit)
-    return ranks.found(chosen, reads.facts(chosen))
 
 
 async def _read(
@@ -114,6 +126,7 @@ async def _read(
     *,
     model: str,
     candidates: int,
+    limit: int,
 ) -> tuple[Ranks, _SearchReads, tuple[list[Candidate], list[Candidate]]] | None:
     """The keyword ranking, the vector search's two parts and the rows read; None when
     the scope has no active fact. A transaction it begins, it ends."""
@@ -143,7 +156,7 @@ async def _read(
             began = True
             await db.execute(_tuned_begin(wanted))
         ranks = Ranks.by_keywords(plan.matches, candidates)
-        reads = _SearchReads(db, scope, vector, dimension, wanted, ranks.by_keyword)
+        reads = _SearchReads(db, scope, vector, dimension, wanted, ranks.by_keyword, limit)
         parts = await index.vector_parts(
             reads.search, active=plan.active, dimension=dimension, wanted=wanted
         )
@@ -215,6 +228,7 @@ class _SearchReads:
         dimension: int,
         wanted: int,
         keyword_ids: Sequence[str],
+        limit: int,
     ) -> None:
         self._db = db
         self._scope = scope
@@ -225,39 +239,59 @@ class _SearchReads:
             "user": scope[1],
             "limit": wanted,
             "ids": list(keyword_ids),
+            # The fusion chooses vector candidates among the first ``limit`` (or keyword
+            # hits, whose columns come anyway); the margin covers ranks that rounding
+            # reorders, and a chosen fact without its columns is read after (facts).
+            "kept": limit + TIE_MARGIN,
         }
         self._rows: dict[str, Sequence[Any]] = {}
+        self._unread: set[str] = set()  # vector candidates read without their columns
         self._by_id: dict[str, float] = {}
 
     async def search(self, graph: bool) -> tuple[list[Candidate], list[Candidate]]:
         statement, names = _positional(_search_sql(self._dimension, graph))
         rows = await self._db.fetch(statement, *[self._values[name] for name in names])
         for row in rows:
-            if (row[_FACT_AT + 1], row[_FACT_AT + 2]) != self._scope:
-                continue  # a keyword hit's id of another scope: the vector parts are in it
-            self._rows[row[0]] = row
-            if row[3] is None:
-                self._by_id[row[0]] = rounded(row[1])
+            if row[_FACT_AT] is None:
+                self._unread.add(row[0])  # a vector candidate, of the scope
+            elif (row[_FACT_AT + 1], row[_FACT_AT + 2]) == self._scope:
+                self._rows[row[0]] = row[_FACT_AT:]
+                if row[3] is None:
+                    self._by_id[row[0]] = rounded(row[1])
         return split_parts(rows)
 
     def similarities(self, ids: Sequence[str]) -> dict[str, float]:
         """The similarities of these keyword hits (those of the scope, as embedded)."""
         return {fact_id: self._by_id[fact_id] for fact_id in ids if fact_id in self._by_id}
 
-    def facts(self, ids: Sequence[str]) -> dict[str, Fact]:
-        """The facts with these ids among the rows read."""
+    async def facts(self, ids: Sequence[str]) -> dict[str, Fact]:
+        """The facts of the scope with these ids: from the rows read, and (rarely) read
+        now for candidates that came without their columns."""
+        unread = [
+            fact_id for fact_id in ids if fact_id not in self._rows and fact_id in self._unread
+        ]
+        if unread:
+            statement, _ = _positional(_FACTS_BY_ID)
+            for row in await self._db.fetch(statement, unread):
+                if (row[1], row[2]) == self._scope:
+                    self._rows[row[0]] = row
         return {
-            fact_id: fact_from_row(self._rows[fact_id][_FACT_AT:])
-            for fact_id in ids
-            if fact_id in self._rows
+            fact_id: fact_from_row(self._rows[fact_id]) for fact_id in ids if fact_id in self._rows
         }
 
 
 @functools.lru_cache(maxsize=64)
 def _search_sql(dimension: int, graph: bool) -> str:
+    """The vector search and the keyword hits by id; a vector candidate's columns only
+    when it is among the ``:kept`` most similar (by raw similarity, then hash)."""
+    found = (
+        f"({vector_search(dimension, graph=graph, columns=_FACT_ALIASES)}) "
+        f"UNION ALL ({similarities_by_id(dimension, columns=_FACT_ALIASES)})"
+    )
+    nearness = "row_number() OVER (PARTITION BY part IS NULL ORDER BY similarity DESC, hash)"
     return (
-        f"({vector_search(dimension, graph=graph, columns=_FACT_COLUMNS)}) "
-        f"UNION ALL ({similarities_by_id(dimension, columns=_FACT_COLUMNS)})"
+        f"SELECT id, similarity, hash, part{_FACT_KEPT} FROM (SELECT *, "
+        f"part IS NULL OR {nearness} <= :kept AS kept FROM ({found}) AS found) AS ranked"
     )
 
 

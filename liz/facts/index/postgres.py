@@ -118,23 +118,26 @@ _QUERY = "(SELECT CAST(CAST(:query AS real[]) AS vector{size}))"
 # (liz.facts.pg_indexing), compared exactly.
 _HNSW = (
     "(SELECT id, 1 - ((embedding::vector({dim})) <=> "
-    f"{_QUERY.format(size='({dim})')}), hash, false{{columns}} "
+    f"{_QUERY.format(size='({dim})')}) AS similarity, hash, false AS part{{columns}} "
     f'FROM "Fact" {_ACTIVE}AND NOT "vectorPending" '
     f"ORDER BY (embedding::vector({{dim}})) <=> {_QUERY.format(size='({dim})')} LIMIT :limit) "
-    f"UNION ALL (SELECT id, 1 - (embedding <=> {_QUERY.format(size='')}), hash, true{{columns}} "
+    f"UNION ALL (SELECT id, 1 - (embedding <=> {_QUERY.format(size='')}) AS similarity, "
+    "hash, true AS part{columns} "
     f'FROM "Fact" {_ACTIVE}AND "vectorPending" '
     f"ORDER BY embedding <=> {_QUERY.format(size='')} LIMIT :limit)"
 )
 # Not the index's expression: the planner cannot take the (approximate) graph for it.
 _EXACT = (
-    f"SELECT id, 1 - (embedding <=> {_QUERY.format(size='')}), hash, false{{columns}} "
+    f"SELECT id, 1 - (embedding <=> {_QUERY.format(size='')}) AS similarity, "
+    "hash, false AS part{columns} "
     f'FROM "Fact" {_ACTIVE}'
     f"ORDER BY embedding <=> {_QUERY.format(size='')} LIMIT :limit"
 )
 # By primary key only (the planner would walk the scope index): check the scope on rows.
 _BY_ID = (
     "SELECT id, 1 - ((embedding::vector({dim})) <=> "
-    f'{_QUERY.format(size="({dim})")}), hash, NULL::boolean{{columns}} FROM "Fact" '
+    f"{_QUERY.format(size='({dim})')}) AS similarity, hash, NULL::boolean AS part{{columns}} "
+    'FROM "Fact" '
     'WHERE id = ANY(:ids) AND "embeddingDim" = {dim}'
 )
 
