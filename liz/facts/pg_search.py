@@ -9,7 +9,7 @@ a scope small enough to compare in full costs two round trips and no transaction
 first, sent while the query's embedding is on its way, reads the keyword matches with
 the plan (the model bounds, the count of active facts); the second, once the
 embedding is there, reads the nearest facts, the similarities of the keyword hits and
-the rows of both, from which the chosen facts are taken. A larger scope, searched
+the rows of those that can be chosen. A larger scope, searched
 through the HNSW graph, needs the plan's settings for its transaction: a ``BEGIN`` that
 sets them (also sent while the embedding is on its way) and a ``ROLLBACK`` after.
 
@@ -283,12 +283,14 @@ class _SearchReads:
 @functools.lru_cache(maxsize=64)
 def _search_sql(dimension: int, graph: bool) -> str:
     """The vector search and the keyword hits by id; a vector candidate's columns only
-    when it is among the ``:kept`` most similar (by raw similarity, then hash)."""
+    when it is among the ``:kept`` most similar. Exact ties are cut in any order here
+    (ordering them by text hash, as the fusion does, made the sort cost more than the
+    columns it saves); a chosen fact the cut left without columns is read after."""
     found = (
         f"({vector_search(dimension, graph=graph, columns=_FACT_ALIASES)}) "
         f"UNION ALL ({similarities_by_id(dimension, columns=_FACT_ALIASES)})"
     )
-    nearness = "row_number() OVER (PARTITION BY part IS NULL ORDER BY similarity DESC, hash)"
+    nearness = "row_number() OVER (ORDER BY part IS NULL, similarity DESC)"
     return (
         f"SELECT id, similarity, hash, part{_FACT_KEPT} FROM (SELECT *, "
         f"part IS NULL OR {nearness} <= :kept AS kept FROM ({found}) AS found) AS ranked"
