@@ -82,7 +82,8 @@ async def search_on_postgres(
     threshold: float,
 ) -> list[Fact]:
     """:func:`liz.facts.search.hybrid_search`, the same results, in two round trips
-    (four for a scope searched through the graph); for an asyncpg engine.
+    (four for a scope searched through the graph; one more in the rare case of
+    :func:`_search_sql`); for an asyncpg engine.
 
     ``query_vector`` must be awaitable more than once (a future).
     """
@@ -217,8 +218,8 @@ def _plan_sql(term_count: int) -> str:
 
 
 class _SearchReads:
-    """The vector search with, in the same statement, the similarities and rows of the
-    keyword hits; what was read, for the fusion after."""
+    """The vector search with, in the same statement, the keyword hits' similarities,
+    and the rows of the facts that can be chosen; what was read, for the fusion after."""
 
     def __init__(
         self,
