@@ -59,7 +59,7 @@ async def records_by_id(
     }
 
 
-# The columns of a Fact, in the order _fact_from_row reads them.
+# The columns of a Fact, in the order fact_from_row reads them (FACT_COLUMN_NAMES in SQL).
 _FACT_COLUMNS = (
     FactRecord.id,
     FactRecord.agent_id,
@@ -75,9 +75,9 @@ _FACT_COLUMNS = (
     FactRecord.source_memory_id,
 )
 _FACTS_BY_ID = select(*_FACT_COLUMNS).where(FactRecord.id.in_(bindparam("ids", expanding=True)))
-_QUOTED_NAMES = ", ".join('"' + column.name + '"' for column in _FACT_COLUMNS)
+FACT_COLUMN_NAMES = ", ".join('"' + column.name + '"' for column in _FACT_COLUMNS)
 _SQLITE_FACTS_BY_ID = (
-    f'SELECT {_QUOTED_NAMES} FROM "Fact" WHERE id IN (SELECT value FROM json_each(?))'
+    f'SELECT {FACT_COLUMN_NAMES} FROM "Fact" WHERE id IN (SELECT value FROM json_each(?))'
 )
 _TIMES = UTCDateTime()
 _TIME_FIELDS = (6, 7, 8, 9, 10)
@@ -94,7 +94,7 @@ async def facts_by_id(session: AsyncSession, scope: Scope, ids: Sequence[str]) -
         found = await run_on_thread(connection, lambda db: read_facts_on_sqlite(db, ids))
         return facts_from_sqlite_rows(found, engine.dialect, scope)
     rows = await session.execute(_FACTS_BY_ID, {"ids": list(ids)})
-    return {row[0]: _fact_from_row(row) for row in rows if (row[1], row[2]) == scope}
+    return {row[0]: fact_from_row(row) for row in rows if (row[1], row[2]) == scope}
 
 
 def read_facts_on_sqlite(db: sqlite3.Connection, ids: Sequence[str]) -> list[Any]:
@@ -113,10 +113,10 @@ def facts_from_sqlite_rows(
         ]
         for row in rows
     ]
-    return {row[0]: _fact_from_row(row) for row in converted if (row[1], row[2]) == scope}
+    return {row[0]: fact_from_row(row) for row in converted if (row[1], row[2]) == scope}
 
 
-def _fact_from_row(row: Sequence[Any]) -> Fact:
+def fact_from_row(row: Sequence[Any]) -> Fact:
     return Fact(
         id=row[0],
         agent_id=row[1],

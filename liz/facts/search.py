@@ -87,13 +87,22 @@ class Ranks:
         by_vector: Sequence[Candidate],
         candidates: int,
     ) -> Ranks:
+        ranks = cls.by_keywords(matches, candidates)
+        ranks.add_vector_ranking(by_vector)
+        return ranks
+
+    @classmethod
+    def by_keywords(cls, matches: Mapping[str, Mapping[str, str]], candidates: int) -> Ranks:
+        """The keyword ranking alone, known before the query's embedding is."""
         hashes = {
             fact_id: fact_hash(text) for hits in matches.values() for fact_id, text in hits.items()
         }
-        by_keyword = order_keyword_hits(matches, hashes)[:candidates]
-        hashes.update((fact_id, digest) for fact_id, _, digest in by_vector)
-        similarities = {fact_id: similarity for fact_id, similarity, _ in by_vector}
-        return cls([fact_id for fact_id, _, _ in by_vector], by_keyword, similarities, hashes)
+        return cls([], order_keyword_hits(matches, hashes)[:candidates], {}, hashes)
+
+    def add_vector_ranking(self, by_vector: Sequence[Candidate]) -> None:
+        self.by_vector = [fact_id for fact_id, _, _ in by_vector]
+        self.hashes.update((fact_id, digest) for fact_id, _, digest in by_vector)
+        self.similarities.update((fact_id, similarity) for fact_id, similarity, _ in by_vector)
 
     @property
     def missing(self) -> list[str]:

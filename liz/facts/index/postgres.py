@@ -19,13 +19,18 @@ when even that gives up (``hnsw.max_scan_tuples``) the scope is compared in full
 Facts a small write just added or re-embedded are not in the graph yet
 (liz.facts.pg_indexing puts them in after the commit): the graph's search compares
 the scope's pending facts exactly in the same statement, so none is ever missed.
+
+The statements and decisions here serve two callers: this index's session methods
+(liz.facts.search, learning's reconciliation) and liz.facts.pg_search, which runs the
+same statements on the driver's connection for FactStore.search.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Awaitable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 from sqlalchemy import TextClause, text
@@ -64,19 +69,38 @@ _BOUND = (
     f'SELECT "embeddingModel", "embeddingDim" FROM "Fact" WHERE {_SCOPE} '
     'ORDER BY "embeddingModel" {0}, "embeddingDim" {0} LIMIT 1'
 )
-# Before a vector search, in one round trip: the scope's (model, dimension) bounds as
-# liz.facts.index.protocol.model_bounds reads them; its active facts, counted up to
-# :most; and the session's HNSW settings. `enable_sort` off (for this transaction) when
-# the scope is large makes the ordered HNSW scan the only plan without a sort.
-_PLAN = text(
-    'WITH active AS (SELECT count(*) AS n FROM (SELECT 1 FROM "Fact" '
-    f'WHERE {_SCOPE} AND "retiredAt" IS NULL LIMIT :most) AS scope) '
-    'SELECT bounds."embeddingModel", bounds."embeddingDim", active.n, '
-    "set_config('hnsw.ef_search', :ef, true), "
+# The scope's (model, dimension) bounds as liz.facts.index.protocol.model_bounds reads
+# them, and its active facts counted up to :counted: what decides a vector search.
+BOUNDS = f"({_BOUND.format('ASC')}) UNION ALL ({_BOUND.format('DESC')})"
+ACTIVE_COUNT = (
+    'SELECT count(*) AS n FROM (SELECT 1 FROM "Fact" '
+    f'WHERE {_SCOPE} AND "retiredAt" IS NULL LIMIT :counted) AS scope'
+)
+# The session's settings for a graph search, for this transaction only. `enable_sort`
+# off when the scope is large makes the ordered HNSW scan the only plan without a sort.
+_TUNING = (
+    "set_config('hnsw.ef_search', {ef}, true), "
     "set_config('hnsw.iterative_scan', 'strict_order', true), "
-    "set_config('enable_sort', CASE WHEN active.n > :exact THEN 'off' "
-    "ELSE current_setting('enable_sort') END, true) "
-    f"FROM (({_BOUND.format('ASC')}) UNION ALL ({_BOUND.format('DESC')})) AS bounds, active"
+    "set_config('enable_sort', {sort}, true)"
+)
+# Before a vector search, in one round trip: the bounds, the count and the tuning.
+_PLAN = text(
+    f"WITH active AS ({ACTIVE_COUNT}) "
+    'SELECT bounds."embeddingModel", bounds."embeddingDim", active.n, '
+    + _TUNING.format(
+        ef=":ef",
+        sort="CASE WHEN active.n > :exact THEN 'off' ELSE current_setting('enable_sort') END",
+    )
+    + f" FROM ({BOUNDS}) AS bounds, active"
+)
+# The same tuning for a scope known to be large, in a transaction it begins (one simple
+# query, the value inlined: a number computed here).
+TUNED_BEGIN = "BEGIN; SELECT " + _TUNING.format(ef="'{ef}'", sort="'off'")
+# Unranked and limited per term (liz.facts.index.protocol.terms_statement): ts_rank
+# would read every match first.
+ONE_TERM = (
+    f'SELECT id, text FROM "Fact" WHERE {_SCOPE} '
+    'AND "retiredAt" IS NULL AND "searchVector" @@ to_tsquery(\'simple\', :term{n})'
 )
 _ACTIVE = f'WHERE {_SCOPE} AND "retiredAt" IS NULL AND "embeddingDim" = {{dim}} '
 # The query vector is bound as a list of floats, which the driver sends as a binary
@@ -85,24 +109,55 @@ _ACTIVE = f'WHERE {_SCOPE} AND "retiredAt" IS NULL AND "embeddingDim" = {{dim}} 
 # server switched the prepared statement to its generic plan (after five runs): 8.9 ms
 # instead of 1.4 for an exact search of 1,000 facts of 1536 dimensions.
 _QUERY = "(SELECT CAST(CAST(:query AS real[]) AS vector{size}))"
+# Every statement below selects (id, similarity, hash, part) and then ``{columns}``
+# (empty, or ", " and more columns of "Fact"); the part says where a row comes from:
+# false the graph or the exact scan, true the facts not yet in the graph, NULL by id.
+#
 # The partial index's own expression and predicate, so the planner can walk the graph
 # in its order; and, in the same statement, the scope's facts not yet in the graph
-# (liz.facts.pg_indexing), compared exactly: the last column says which part a row is of.
+# (liz.facts.pg_indexing), compared exactly.
 _HNSW = (
     "(SELECT id, 1 - ((embedding::vector({dim})) <=> "
-    f"{_QUERY.format(size='({dim})')}), hash, false "
+    f"{_QUERY.format(size='({dim})')}) AS similarity, hash, false AS part{{columns}} "
     f'FROM "Fact" {_ACTIVE}AND NOT "vectorPending" '
     f"ORDER BY (embedding::vector({{dim}})) <=> {_QUERY.format(size='({dim})')} LIMIT :limit) "
-    f"UNION ALL (SELECT id, 1 - (embedding <=> {_QUERY.format(size='')}), hash, true "
+    f"UNION ALL (SELECT id, 1 - (embedding <=> {_QUERY.format(size='')}) AS similarity, "
+    "hash, true AS part{columns} "
     f'FROM "Fact" {_ACTIVE}AND "vectorPending" '
     f"ORDER BY embedding <=> {_QUERY.format(size='')} LIMIT :limit)"
 )
 # Not the index's expression: the planner cannot take the (approximate) graph for it.
 _EXACT = (
-    f"SELECT id, 1 - (embedding <=> {_QUERY.format(size='')}), hash, false "
+    f"SELECT id, 1 - (embedding <=> {_QUERY.format(size='')}) AS similarity, "
+    "hash, false AS part{columns} "
     f'FROM "Fact" {_ACTIVE}'
     f"ORDER BY embedding <=> {_QUERY.format(size='')} LIMIT :limit"
 )
+# By primary key only (the planner would walk the scope index): check the scope on rows.
+_BY_ID = (
+    "SELECT id, 1 - ((embedding::vector({dim})) <=> "
+    f"{_QUERY.format(size='({dim})')}) AS similarity, hash, NULL::boolean AS part{{columns}} "
+    'FROM "Fact" '
+    'WHERE id = ANY(:ids) AND "embeddingDim" = {dim}'
+)
+
+
+@functools.lru_cache(maxsize=64)
+def vector_search(dimension: int, *, graph: bool, columns: str = "") -> str:
+    """The scope's ``:limit`` facts nearest ``:query`` through the graph (and the
+    pending facts), or by comparing every one; each row followed by ``columns``."""
+    return (_HNSW if graph else _EXACT).format(dim=dimension, columns=columns)
+
+
+@functools.lru_cache(maxsize=64)
+def similarities_by_id(dimension: int, *, columns: str = "") -> str:
+    """The similarity to ``:query`` of the facts whose ids are ``:ids``, with ``columns``."""
+    return _BY_ID.format(dim=dimension, columns=columns)
+
+
+def ef_search(wanted: int) -> int:
+    """How many candidates the graph keeps, for ``wanted`` of them."""
+    return min(MAX_EF_SEARCH, max(EF_SEARCH, wanted))
 
 
 def hnsw_index_statement(dimension: int) -> str:
@@ -114,22 +169,19 @@ def hnsw_index_statement(dimension: int) -> str:
     )
 
 
+# Runs a vector search, through the graph (True) or exact, into its two parts.
+Search = Callable[[bool], Awaitable[tuple[list[Candidate], list[Candidate]]]]
+
+
 async def _arrived(query: Vector | Awaitable[Vector]) -> Vector:
     return query if isinstance(query, np.ndarray) else await query
 
 
-_BY_ID = (
-    "SELECT id, 1 - ((embedding::vector({dim})) <=> "
-    f'{_QUERY.format(size="({dim})")}), "agentId", "userId" FROM "Fact" '
-    'WHERE id = ANY(:ids) AND "embeddingDim" = {dim}'
-)
-
-
 @functools.lru_cache(maxsize=64)
-def _statement(template: str, dimension: int) -> TextClause:
-    """``template`` for ``dimension``, parsed once: building a ``text()`` each time was
-    a tenth of a search's Python."""
-    return text(template.format(dim=dimension))
+def _statement(sql: str) -> TextClause:
+    """``sql`` parsed once: building a ``text()`` each time was a tenth of a search's
+    Python."""
+    return text(sql)
 
 
 class PostgresFactIndex:
@@ -139,13 +191,9 @@ class PostgresFactIndex:
         self._engine = engine
         self._exact_components = exact_components
         self._prepared: set[int] = set()
-        self._dimensions: dict[str, int] = {}  # each embedding model's, as last searched
+        self.dimensions: dict[str, int] = {}  # each embedding model's, as last searched
         # Puts the vectors small writes left pending into the HNSW graph.
         self.indexing = BackgroundIndexing(engine)
-
-    async def _check(self, session: AsyncSession, scope: Scope, model: str, dimension: int) -> None:
-        bounds = await model_bounds(session, scope)
-        await check_models(session, scope, bounds, model, dimension)
 
     async def prepare_dimension(self, dimension: int) -> None:
         """Create the HNSW index for ``dimension`` if it is missing (once per process)."""
@@ -164,6 +212,41 @@ class PostgresFactIndex:
             logger.info("HNSW index for dimension %d not created here: %s", dimension, exc)
         self._prepared.add(dimension)
 
+    def plan_values(self, scope: Scope, wanted: int, dimension: int) -> dict[str, object]:
+        """The values of a plan (:data:`ACTIVE_COUNT` and the tuning): the scope's active
+        facts are counted up to one past the exact size for ``dimension`` or ``wanted``,
+        whichever is more."""
+        exact_up_to = self._exact_components // dimension
+        return {
+            "agent": scope[0],
+            "user": scope[1],
+            "exact": exact_up_to,
+            "counted": max(exact_up_to, wanted) + 1,
+            "ef": str(ef_search(wanted)),
+        }
+
+    def uses_graph(self, active: int, dimension: int) -> bool:
+        """Whether a scope of ``active`` facts is searched through the HNSW graph first."""
+        return active > self._exact_components // dimension
+
+    async def vector_parts(
+        self, search: Search, *, active: int, dimension: int, wanted: int
+    ) -> tuple[list[Candidate], list[Candidate]]:
+        """``search``'s candidates from the graph (or the exact scan) and from the facts
+        not yet in the graph: through the graph for a large scope, and by comparing every
+        fact when the scope is small or the graph's walk found too few of its facts."""
+        graph: list[Candidate] = []
+        pending: list[Candidate] = []
+        if self.uses_graph(active, dimension):
+            graph, pending = await search(True)
+            if pending:
+                self.indexing.wake()  # left by a step that failed, or by another process
+        if len(graph) < min(wanted, active - len(pending)):
+            # A small scope, or HNSW gave up before finding enough of the scope's facts
+            # (a scope that is a small part of a large table): every fact is compared.
+            graph, pending = await search(False)
+        return graph, pending
+
     async def vector_candidates(
         self,
         session: AsyncSession,
@@ -177,7 +260,7 @@ class PostgresFactIndex:
         wanted = limit + TIE_MARGIN
         # The plan needs the query's dimension, not the query: with the model's dimension
         # known from an earlier search, it is read while the embedding is on its way.
-        known = None if isinstance(query, np.ndarray) else self._dimensions.get(model)
+        known = None if isinstance(query, np.ndarray) else self.dimensions.get(model)
         if known is None:
             vector = await _arrived(query)
             dimension = int(vector.size)
@@ -189,90 +272,53 @@ class PostgresFactIndex:
         if vector.size != dimension:  # the model's dimension changed: plan again
             dimension = int(vector.size)
             bounds, active = await self._plan(session, scope, wanted, dimension)
-        self._dimensions[model] = dimension
+        self.dimensions[model] = dimension
         await check_models(session, scope, bounds, model, dimension)
         if not active:
             return []
-        values = {"query": vector.tolist(), "agent": scope[0], "user": scope[1]}
-        graph: list[Candidate] = []
-        pending: list[Candidate] = []
-        if active > self._exact_components // dimension:
-            graph, pending = await self._search(session, _HNSW, dimension, values, wanted)
-            if pending:
-                self.indexing.wake()  # left by a step that failed, or by another process
-        if len(graph) < min(wanted, active - len(pending)):
-            # A small scope, or HNSW gave up before finding enough of the scope's facts
-            # (a scope that is a small part of a large table): every fact is compared.
-            graph, pending = await self._search(session, _EXACT, dimension, values, wanted)
-        found, exhausted = _merged((graph, pending), wanted)
-        chosen = deterministic_top(found, limit, exhausted=exhausted)
-        return [candidate for candidate in chosen if candidate[1] >= threshold]
+        values = {"query": vector.tolist(), "agent": scope[0], "user": scope[1], "limit": wanted}
+
+        async def search(graph: bool) -> tuple[list[Candidate], list[Candidate]]:
+            result = await session.execute(
+                _statement(vector_search(dimension, graph=graph)), values
+            )
+            return split_parts(result)
+
+        parts = await self.vector_parts(search, active=active, dimension=dimension, wanted=wanted)
+        return nearest(parts, wanted, limit=limit, threshold=threshold)
 
     async def _plan(
         self, session: AsyncSession, scope: Scope, wanted: int, dimension: int
     ) -> tuple[tuple[ModelPair, ...], int]:
-        """The scope's model bounds and its count of active facts (up to one past the
-        exact size for ``dimension`` or ``wanted``, whichever is more), in one round trip
+        """The scope's model bounds and its count of active facts, in one round trip
         that also tunes the HNSW scan."""
-        exact_up_to = self._exact_components // dimension
-        result = await session.execute(
-            _PLAN,
-            {
-                "agent": scope[0],
-                "user": scope[1],
-                "exact": exact_up_to,
-                "most": max(exact_up_to, wanted) + 1,
-                "ef": str(min(MAX_EF_SEARCH, max(EF_SEARCH, wanted))),
-            },
-        )
+        result = await session.execute(_PLAN, self.plan_values(scope, wanted, dimension))
         rows = result.all()
         bounds = tuple((row[0], int(row[1])) for row in rows)
         return bounds, int(rows[0][2]) if rows else 0
-
-    async def _search(
-        self,
-        session: AsyncSession,
-        statement: str,
-        dimension: int,
-        values: Mapping[str, object],
-        wanted: int,
-    ) -> tuple[list[Candidate], list[Candidate]]:
-        """The statement's rows: those from the graph (or the exact scan), then those
-        of facts not yet in the graph."""
-        result = await session.execute(
-            _statement(statement, dimension), {**values, "limit": wanted}
-        )
-        parts: tuple[list[Candidate], list[Candidate]] = ([], [])
-        for row in result:
-            parts[1 if row[3] else 0].append((row[0], rounded(row[1]), row[2]))
-        return parts
 
     async def similarities(
         self, session: AsyncSession, scope: Scope, ids: Sequence[str], query: Vector, *, model: str
     ) -> dict[str, float]:
         if not ids:
             return {}
-        dimension = query.size
-        await self._check(session, scope, model, dimension)
-        # By primary key only (the planner would walk the scope index); scope checked on rows.
+        dimension = int(query.size)
+        await check_models(session, scope, await model_bounds(session, scope), model, dimension)
         result = await session.execute(
-            _statement(_BY_ID, dimension), {"query": query.tolist(), "ids": list(ids)}
+            _statement(similarities_by_id(dimension, columns=', "agentId", "userId"')),
+            {"query": query.tolist(), "ids": list(ids)},
         )
-        return {row[0]: rounded(row[1]) for row in result if (row[2], row[3]) == scope}
+        return {row[0]: rounded(row[1]) for row in result if (row[4], row[5]) == scope}
 
     async def term_matches(
         self, session: AsyncSession, scope: Scope, terms: Sequence[str], *, cap: int
     ) -> dict[str, dict[str, str]]:
-        # Unranked and limited per term: ts_rank would read every match first.
         return await matches_per_term(
             session,
             terms,
             cap=cap,
-            one_term=(
-                'SELECT id, text FROM "Fact" WHERE "agentId" = :agent AND "userId" = :user '
-                'AND "retiredAt" IS NULL AND "searchVector" @@ to_tsquery(\'simple\', :term{n})'
-            ),
-            bind=lambda term: f"'{term}'",
+            one_term=ONE_TERM,
+            bind=term_value,
             values={"agent": scope[0], "user": scope[1]},
         )
 
@@ -288,6 +334,31 @@ class PostgresFactIndex:
     def absorb(self, scope: Scope, log: ChangeLog) -> None:
         if log.added:  # a small write leaves its new vectors pending (liz.facts.pg_commit)
             self.indexing.wake()
+
+
+def term_value(term: str) -> str:
+    """A term as ``to_tsquery`` takes it: quoted (terms are letters and digits only)."""
+    return f"'{term}'"
+
+
+def split_parts(rows: Iterable[Sequence[Any]]) -> tuple[list[Candidate], list[Candidate]]:
+    """A vector search's rows as candidates: from the graph (or the exact scan), and
+    of facts not yet in the graph; rows fetched by id are left out."""
+    parts: tuple[list[Candidate], list[Candidate]] = ([], [])
+    for row in rows:
+        if row[3] is not None:
+            parts[1 if row[3] else 0].append((row[0], rounded(row[1]), row[2]))
+    return parts
+
+
+def nearest(
+    parts: Sequence[Sequence[Candidate]], wanted: int, *, limit: int, threshold: float
+) -> list[Candidate]:
+    """The best ``limit`` of the parts' candidates (each part cut at ``wanted``), the
+    same on every database, that are at least ``threshold`` similar."""
+    found, exhausted = _merged(parts, wanted)
+    chosen = deterministic_top(found, limit, exhausted=exhausted)
+    return [candidate for candidate in chosen if candidate[1] >= threshold]
 
 
 def _merged(parts: Sequence[Sequence[Candidate]], wanted: int) -> tuple[list[Candidate], bool]:

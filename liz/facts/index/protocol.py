@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -111,19 +111,25 @@ async def model_bounds(session: AsyncSession, scope: Scope) -> tuple[ModelPair, 
     return tuple((row[0], int(row[1])) for row in result)
 
 
+# Every (model, dimension) pair of the scope, for the error when they disagree.
+DISTINCT_MODELS = (
+    'SELECT DISTINCT "embeddingModel", "embeddingDim" FROM "Fact" WHERE "agentId" = :agent '
+    'AND "userId" = :user'
+)
+
+
+def models_agree(bounds: Iterable[ModelPair], model: str, dimension: int) -> bool:
+    """Whether every stored fact (as ``bounds`` say) was embedded as the query was."""
+    return all(pair == (model, dimension) for pair in bounds)
+
+
 async def check_models(
     session: AsyncSession, scope: Scope, bounds: tuple[ModelPair, ...], model: str, dimension: int
 ) -> None:
     """Refuse a query whose embedding model or dimension differs from the stored facts'."""
-    if all(pair == (model, dimension) for pair in bounds):
+    if models_agree(bounds, model, dimension):
         return
-    result = await session.execute(
-        text(
-            'SELECT DISTINCT "embeddingModel", "embeddingDim" FROM "Fact" WHERE "agentId" = '
-            ':agent AND "userId" = :user'
-        ),
-        {"agent": scope[0], "user": scope[1]},
-    )
+    result = await session.execute(text(DISTINCT_MODELS), {"agent": scope[0], "user": scope[1]})
     raise models_mismatch(scope, [(row[0], int(row[1])) for row in result], model, dimension)
 
 
@@ -175,22 +181,33 @@ async def matches_per_term(
     bind: Callable[[str], str],
     values: Mapping[str, object] | None = None,
 ) -> dict[str, dict[str, str]]:
-    """``term_matches`` in one statement: ``one_term`` selects (fact id, text) for the
-    term bound as ``:term{n}`` (``bind`` makes its value); each runs with ``LIMIT cap + 1``.
-
-    Terms are letters and digits only (liz.facts.normalize), so ``bind`` may quote them.
-    """
+    """``term_matches`` in one statement (:func:`terms_statement`); ``bind`` makes each
+    term's value. Terms are letters and digits only (liz.facts.normalize), so ``bind``
+    may quote them."""
     if not terms:
         return {}
     bound: dict[str, object] = {**(values or {}), "most": cap + 1}
-    parts = []
-    for number, term in enumerate(terms):
-        bound[f"term{number}"] = bind(term)
-        parts.append(
-            f"SELECT {number}, * FROM ({one_term.format(n=number)} LIMIT :most) AS term{number}"
-        )
-    result = await session.execute(text(" UNION ALL ".join(parts)), bound)
+    bound.update((f"term{number}", bind(term)) for number, term in enumerate(terms))
+    result = await session.execute(text(terms_statement(len(terms), one_term)), bound)
+    return terms_found(result, terms, cap)
+
+
+def terms_statement(count: int, one_term: str) -> str:
+    """``count`` terms' matches as rows of (term number, fact id, text): ``one_term``
+    selects (fact id, text) for the term bound as ``:term{n}``, each with ``LIMIT :most``
+    (one past the cap, to see a term that passes it)."""
+    return " UNION ALL ".join(
+        f"SELECT {number}, * FROM ({one_term.format(n=number)} LIMIT :most) AS term{number}"
+        for number in range(count)
+    )
+
+
+def terms_found(
+    rows: Iterable[Sequence[Any]], terms: Sequence[str], cap: int
+) -> dict[str, dict[str, str]]:
+    """The rows of :func:`terms_statement` by term; a term found in more than ``cap``
+    facts is left out."""
     found: dict[str, dict[str, str]] = {term: {} for term in terms}
-    for number, fact_id, fact_text in result:
+    for number, fact_id, fact_text in rows:
         found[terms[number]][fact_id] = fact_text
     return {term: hits for term, hits in found.items() if len(hits) <= cap}

@@ -1,0 +1,306 @@
+"""Search on PostgreSQL off the session (liz.facts.pg_search): the same facts, scores and
+order as the session's hybrid search, whatever way the vectors are searched; retired
+facts left out, pending ones found; failures told as storage errors, and a cancelled
+search leaves no transaction open on a pooled connection."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from liz.config import Settings
+from liz.db.engine import create_engine, make_read_sessionmaker, make_sessionmaker
+from liz.errors import StorageError
+from liz.facts.domain import EmbeddingMismatchError, Fact
+from liz.facts.index.postgres import PostgresFactIndex
+from liz.facts.pg_search import search_on_postgres
+from liz.facts.scope_writes import database_errors
+from liz.facts.search import hybrid_search
+from liz.facts.store import FactStore
+from liz.facts.vectors import Vector, embed
+from liz.llm import LLMClient
+from tests.fixtures.db import _fresh_postgres
+from tests.fixtures.facts import AGENT, USER, fact_settings
+from tests.test_facts_pgvector_search import ALWAYS_EXACT, QUERIES, fill
+
+pytestmark = [pytest.mark.anyio, pytest.mark.postgres]
+
+KEYWORD_FACTS = [
+    "User's locker code is 4711",
+    "User's cat is named Zanzibar",
+    "User visited Zanzibar in 2019",
+]
+SEARCHES = [*QUERIES, "4711", "what about Zanzibar?", "tea chess 4711 zanzibar", "nothing"]
+
+
+@pytest.fixture
+def database_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """PostgreSQL only: the shared ``engine`` fixture then opens it."""
+    server = request.getfixturevalue("pgvector_server")
+    yield from _fresh_postgres(server, request.getfixturevalue("_postgres_template"))
+
+
+def arrived(vector: Vector) -> asyncio.Future[Vector]:
+    """A query embedding already there, awaitable any number of times."""
+    future: asyncio.Future[Vector] = asyncio.get_running_loop().create_future()
+    future.set_result(vector)
+    return future
+
+
+async def query_vector(index: PostgresFactIndex, llm: LLMClient, query: str) -> Vector:
+    (vector,) = await embed(llm, [query])
+    await index.prepare_dimension(int(vector.size))
+    return vector
+
+
+async def both_ways(
+    engine: AsyncEngine,
+    index: PostgresFactIndex,
+    llm: LLMClient,
+    query: str,
+    *,
+    limit: int,
+    threshold: float,
+) -> tuple[list[Fact], list[Fact]]:
+    """The same search off the session and through it."""
+    vector = await query_vector(index, llm, query)
+    options: dict[str, Any] = {"model": llm.embedding_model, "limit": limit, "threshold": threshold}
+    off = await search_on_postgres(engine, index, (AGENT, USER), query, arrived(vector), **options)
+    async with make_read_sessionmaker(engine)() as session:
+        through = await hybrid_search(
+            session, index, (AGENT, USER), query, arrived(vector), **options
+        )
+    return off, through
+
+
+async def a_scope_with_keywords_retired_and_pending_facts(
+    engine: AsyncEngine, llm: LLMClient
+) -> FactStore:
+    store = FactStore(make_sessionmaker(engine), llm, engine=engine, settings=fact_settings())
+    await fill(engine, llm, USER, 300, seed=7)
+    await fill(engine, llm, "someone-else", 100, seed=8)
+    listed = await store.list(AGENT, USER, limit=20)
+    for retired in listed[:10]:
+        await store.delete(retired.id, AGENT, USER)
+    # Small writes: their vectors are pending, outside the graph, until indexed.
+    for keyword_fact in KEYWORD_FACTS:
+        await store.apply(
+            [{"op": "add", "text": keyword_fact, "categories": ["a", "b"]}], AGENT, USER
+        )
+    return store
+
+
+@pytest.mark.parametrize("way", ["exact", "graph"])
+async def test_off_the_session_a_search_finds_what_the_session_finds(
+    engine: AsyncEngine, llm: LLMClient, way: str
+) -> None:
+    store = await a_scope_with_keywords_retired_and_pending_facts(engine, llm)
+    retired = {found.id for found in await store.list(AGENT, USER, include_retired=True, limit=500)}
+    retired -= {found.id for found in await store.list(AGENT, USER, limit=500)}
+    dimension = int((await embed(llm, ["x"]))[0].size)
+    components = ALWAYS_EXACT if way == "exact" else dimension * 50
+    index = PostgresFactIndex(engine, exact_components=components)
+    keyword_hits = 0
+    for query in SEARCHES:
+        for limit, threshold in ((3, 0.0), (10, 0.0), (5, 0.3)):
+            off, through = await both_ways(
+                engine, index, llm, query, limit=limit, threshold=threshold
+            )
+            assert off == through, (query, limit, threshold)
+            assert not retired & {found.id for found in off}
+            keyword_hits += sum(found.text in KEYWORD_FACTS for found in off)
+    assert keyword_hits  # the pending facts, found by their rare words
+
+
+async def test_the_store_searches_off_the_session_with_the_same_answers(
+    engine: AsyncEngine, llm: LLMClient
+) -> None:
+    store = await a_scope_with_keywords_retired_and_pending_facts(engine, llm)
+    for query in SEARCHES:
+        found = await store.search(query, AGENT, USER, limit=5)
+        async with store.reads() as session:
+            expected = await hybrid_search(
+                session,
+                store.index,
+                (AGENT, USER),
+                query,
+                arrived((await embed(llm, [query]))[0]),
+                model=llm.embedding_model,
+                limit=5,
+                threshold=store.settings.search_threshold,
+            )
+        assert found == expected, query
+    assert [found.text for found in await store.search("4711", AGENT, USER)] == [KEYWORD_FACTS[0]]
+
+
+async def test_facts_of_another_embedding_model_are_refused_off_the_session(
+    engine: AsyncEngine, llm: LLMClient
+) -> None:
+    store = FactStore(make_sessionmaker(engine), llm, engine=engine, settings=fact_settings())
+    await store.apply(
+        [{"op": "add", "text": "User likes tea", "categories": ["a", "b"]}], AGENT, USER
+    )
+    async with engine.begin() as connection:
+        await connection.execute(text('UPDATE "Fact" SET "embeddingModel" = \'older-model\''))
+    with pytest.raises(EmbeddingMismatchError, match="older-model"):
+        await store.search("tea", AGENT, USER)
+
+
+@pytest.mark.parametrize("way", ["exact", "graph"])
+async def test_a_search_the_database_fails_is_a_storage_error_and_the_next_one_works(
+    engine: AsyncEngine, llm: LLMClient, way: str
+) -> None:
+    store = FactStore(make_sessionmaker(engine), llm, engine=engine, settings=fact_settings())
+    await fill(engine, llm, USER, 60, seed=9)
+    dimension = int((await embed(llm, ["x"]))[0].size)
+    index = PostgresFactIndex(
+        engine, exact_components=ALWAYS_EXACT if way == "exact" else dimension
+    )
+    vector = await query_vector(index, llm, "tea and chess")
+    await search_on_postgres(
+        engine,
+        index,
+        (AGENT, USER),
+        "tea",
+        arrived(vector),
+        model=llm.embedding_model,
+        limit=5,
+        threshold=0.0,
+    )  # the model's dimension is known: the next search plans before the vector comes
+    on_its_way: asyncio.Future[Vector] = asyncio.get_running_loop().create_future()
+    search = asyncio.ensure_future(
+        _translated(
+            search_on_postgres(
+                engine,
+                index,
+                (AGENT, USER),
+                "tea",
+                on_its_way,
+                model=llm.embedding_model,
+                limit=5,
+                threshold=0.0,
+            )
+        )
+    )
+    await _until_planned(engine)
+    # The server drops the search's connection while the embedding is on its way.
+    async with engine.connect() as connection:
+        await connection.execute(
+            text(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+        )
+    on_its_way.set_result(vector)
+    with pytest.raises(StorageError, match="database"):
+        await search
+    assert await store.search("tea and chess", AGENT, USER)
+
+
+async def _translated(search: Any) -> Any:
+    with database_errors():  # as FactStore.search tells a failure
+        return await search
+
+
+async def _until_planned(engine: AsyncEngine) -> None:
+    """Until another connection than the ones this test opens is idle, having planned."""
+    for _ in range(200):
+        async with engine.connect() as connection:
+            busy = await connection.scalar(
+                text(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                    "AND pid <> pg_backend_pid() AND state LIKE 'idle%' "
+                    "AND (query LIKE '%SELECT -2%' OR query LIKE '%hnsw.ef_search%')"
+                )
+            )
+        if busy:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the search never planned")
+
+
+@pytest.mark.parametrize("turns", [0, 1, 2, 3, 5, 8, 13])
+async def test_a_cancelled_search_leaves_the_pool_usable_and_no_transaction_open(
+    database_url: str, llm: LLMClient, turns: int
+) -> None:
+    # One pooled connection: the search's, used again after the cancellation.
+    engine = create_engine(database_url, Settings(db_pool_size=1, db_max_overflow=0))
+    watcher = create_engine(database_url, pooled=False)
+    try:
+        store = FactStore(make_sessionmaker(engine), llm, engine=engine, settings=fact_settings())
+        await fill(engine, llm, USER, 60, seed=10)
+        dimension = int((await embed(llm, ["x"]))[0].size)
+        index = PostgresFactIndex(engine, exact_components=dimension)  # through the graph
+        vector = await query_vector(index, llm, "tea")
+        options: dict[str, Any] = {"model": llm.embedding_model, "limit": 5, "threshold": 0.0}
+        expected = await search_on_postgres(
+            engine, index, (AGENT, USER), "tea", arrived(vector), **options
+        )
+        for late in (False, True):
+            on_its_way: asyncio.Future[Vector] = asyncio.get_running_loop().create_future()
+            if late:
+                on_its_way.set_result(vector)  # cancelled during the reads, not the wait
+            search = asyncio.ensure_future(
+                search_on_postgres(engine, index, (AGENT, USER), "tea", on_its_way, **options)
+            )
+            for _ in range(turns):
+                await asyncio.sleep(0)
+            search.cancel()
+            try:
+                found = await search
+            except asyncio.CancelledError:
+                pass
+            else:
+                assert found == expected  # finished before the cancellation came
+            async with watcher.connect() as connection:
+                open_transactions = await connection.scalar(
+                    text(
+                        "SELECT count(*) FROM pg_stat_activity WHERE datname = "
+                        "current_database() AND state LIKE 'idle in transaction%'"
+                    )
+                )
+                assert open_transactions == 0
+            assert (
+                await search_on_postgres(
+                    engine, index, (AGENT, USER), "tea", arrived(vector), **options
+                )
+                == expected
+            )
+        assert await store.search("tea", AGENT, USER)
+    finally:
+        await engine.dispose()
+        await watcher.dispose()
+
+
+@pytest.mark.parametrize("limit", [1, 3, 5])
+async def test_facts_equally_similar_to_six_decimals_come_in_the_same_order_both_ways(
+    engine: AsyncEngine, llm: LLMClient, limit: int
+) -> None:
+    # One direction, each fact's nudged a little aside (by less than a millionth of
+    # similarity): the database's raw similarities differ, the rounded ones are equal,
+    # so only the text hash orders the facts, unlike the raw similarity.
+    store = FactStore(make_sessionmaker(engine), llm, engine=engine, settings=fact_settings())
+    texts = [f"User owns bicycle {number}" for number in range(25)]
+    await store.apply(
+        [{"op": "add", "text": t, "categories": ["a", "b"]} for t in texts], AGENT, USER
+    )
+    (direction,) = await embed(llm, ["quiet harbour"])  # no word of the facts: no keyword hits
+    aside = int(np.argmin(np.abs(direction)))  # a component the direction barely has
+    nudge = text('UPDATE "Fact" SET embedding = CAST(CAST(:e AS real[]) AS vector) WHERE id = :id')
+    async with engine.begin() as connection:
+        ids = (await connection.execute(text('SELECT id FROM "Fact" ORDER BY id'))).scalars().all()
+        for number, fact_id in enumerate(ids):
+            nudged = direction.astype(np.float32).copy()
+            nudged[aside] += (number + 1) * 4e-5
+            await connection.execute(nudge, {"e": nudged.tolist(), "id": fact_id})
+    index = PostgresFactIndex(engine)
+    for query in ("quiet harbour", "quiet harbour 7"):
+        off, through = await both_ways(engine, index, llm, query, limit=limit, threshold=0.0)
+        assert off == through
+        assert len(off) == limit
