@@ -216,6 +216,10 @@ async def test_migrating_down_and_up_keeps_pending_and_indexed_facts_findable(
     await store.search("anything at all", AGENT, USER)  # makes the dimension's HNSW index
     await add_one(store, MAPS)
     assert await pending_texts(engine) == [MAPS]
+    # The step the write started gives up while the lock is held; none starts after it.
+    # (One still running when the blocking downgrade begins would hold the rows the
+    # downgrade waits for, on the event loop the downgrade blocks.)
+    await steps_done(store.index)
     await engine.dispose()
     await indexing_held.close()
 
