@@ -187,17 +187,16 @@ class FactStore:
                     # connection, and searches all holding one while waiting for another
                     # would drain the pool. Once a dimension is ready, that never happens.
                     await embedding
+                scope = (agent_id, user_id)
+                options: dict[str, Any] = {
+                    "model": self.llm.embedding_model,
+                    "limit": limit,
+                    "threshold": floor,
+                }
                 if isinstance(self.index, SqliteFactIndex) and supports(self.engine):
                     # Two hops to the connection's thread instead of a session's four.
                     return await search_on_sqlite(
-                        self.engine,
-                        self.index,
-                        (agent_id, user_id),
-                        query,
-                        embedding,
-                        model=self.llm.embedding_model,
-                        limit=limit,
-                        threshold=floor,
+                        self.engine, self.index, scope, query, embedding, **options
                     )
                 if (
                     isinstance(self.index, PostgresFactIndex)
@@ -206,25 +205,11 @@ class FactStore:
                     # Two round trips on the driver's connection instead of a session's
                     # five to eight (four when the scope is searched through the graph).
                     return await search_on_postgres(
-                        self.engine,
-                        self.index,
-                        (agent_id, user_id),
-                        query,
-                        embedding,
-                        model=self.llm.embedding_model,
-                        limit=limit,
-                        threshold=floor,
+                        self.engine, self.index, scope, query, embedding, **options
                     )
                 async with self.reads() as session:
                     return await hybrid_search(
-                        session,
-                        self.index,
-                        (agent_id, user_id),
-                        query,
-                        embedding,
-                        model=self.llm.embedding_model,
-                        limit=limit,
-                        threshold=floor,
+                        session, self.index, scope, query, embedding, **options
                     )
         finally:
             if not embedding.done():
