@@ -4,6 +4,7 @@ and up again keeps every fact findable."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -19,13 +20,13 @@ from liz.db.migrate import alembic_config, run_blocking, upgrade
 from liz.facts.domain import ItemStatus
 from liz.facts.index import FactIndex
 from liz.facts.index.postgres import PostgresFactIndex
-from liz.facts.pg_indexing import INDEXING_LOCK, index_pending
+from liz.facts.pg_indexing import INDEXING_LOCK, BackgroundIndexing, index_pending
 from liz.facts.store import FactStore
 from liz.facts.vectors import embed
 from liz.llm import LLMClient
 from tests.fixtures.db import _asyncpg_dsn, _fresh_postgres
 from tests.fixtures.facts import AGENT, USER
-from tests.test_facts_pgvector_search import ALWAYS_EXACT, candidates, fill
+from tests.test_facts_pgvector_search import ALWAYS_EXACT, candidates, fill, texts
 
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres]
 
@@ -172,6 +173,36 @@ async def test_a_step_that_fails_midway_leaves_every_fact_pending_and_found(
     assert await pending_texts(engine) == []
     for fact_id, fact_text in zip(ids, texts, strict=True):
         assert (await candidates(engine, through_graph, llm, fact_text))[0][0] == fact_id
+
+
+async def test_writes_that_never_pause_leave_no_backlog_of_pending_facts(
+    engine: AsyncEngine, store: FactStore
+) -> None:
+    batch = [
+        {"op": "add", "text": fact_text, "categories": ["a", "b"]} for fact_text in texts(100, 9)
+    ]
+    await store.apply(batch, AGENT, USER)
+    await steps_done(store.index)
+    async with engine.begin() as connection:  # a backlog, as a burst of small writes leaves
+        await connection.execute(text('UPDATE "Fact" SET "vectorPending" = true'))
+    # Batches of 5; a step starts 0.3 s after the first wake, as writes never go quiet.
+    indexing = BackgroundIndexing(engine, batch=5, quiet=60, at_most=0.3)
+
+    async def writes_that_never_pause() -> None:
+        while True:
+            indexing.wake()  # what each small write does
+            await asyncio.sleep(0.02)
+
+    writer = asyncio.create_task(writes_that_never_pause())
+    try:
+        while len(await pending_texts(engine)) == 100:  # until the first step has begun
+            await asyncio.sleep(0.02)
+        # Far more than the 20 batches take; a batch per step would have moved 15 or so.
+        await asyncio.sleep(1.0)
+        assert await pending_texts(engine) == []
+    finally:
+        writer.cancel()
+        await indexing.wait()
 
 
 def _downgrade(url: str, revision: str) -> None:
