@@ -64,6 +64,8 @@ async def open_runtime(
     finally:
         await runtime.learning.stop()
         await runtime.background.drain()
+        if facts is not None:
+            await facts.close()
         if llm is not None and llm_client is None:
             await llm.close()
         await engine.dispose()

@@ -15,6 +15,8 @@ from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from liz.bootstrap import open_runtime
+from liz.config import Settings
 from liz.db.engine import create_engine
 from liz.db.migrate import alembic_config, run_blocking, upgrade
 from liz.facts.domain import ItemStatus
@@ -203,6 +205,24 @@ async def test_writes_that_never_pause_leave_no_backlog_of_pending_facts(
     finally:
         writer.cancel()
         await indexing.wait()
+
+
+async def test_a_one_off_process_indexes_its_last_writes_before_it_ends(
+    database_url: str, llm: LLMClient
+) -> None:
+    settings = Settings(_env_file=None, database_url=database_url)  # type: ignore[call-arg]
+    async with open_runtime(settings, llm_client=llm, learn=False) as runtime:
+        assert runtime.facts is not None
+        await add_one(runtime.facts, BEES)
+    # Read at once, before the step the write started would have begun on its own.
+    engine = create_engine(database_url)
+    try:
+        async with engine.connect() as connection:
+            stored = (await connection.execute(text('SELECT text FROM "Fact"'))).scalars().all()
+        assert stored == [BEES]
+        assert await pending_texts(engine) == []
+    finally:
+        await engine.dispose()
 
 
 def _downgrade(url: str, revision: str) -> None:

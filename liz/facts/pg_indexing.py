@@ -30,6 +30,7 @@ logger = logging.getLogger(__name__)
 BATCH = 50  # facts per transaction: short row locks, small commits
 QUIET_SECONDS = 0.05  # no write for this long: index now
 AT_MOST_SECONDS = 1.0  # however busy the writes, index this long after the first
+FINISH_SECONDS = 10.0  # at most this long indexing before the process ends
 # The advisory lock one indexing step holds; a fixed number no other lock of liz's uses
 # (scope locks are hashes, liz.facts.snapshot.scope_lock_key).
 INDEXING_LOCK = 0x6C697A5F696478  # "liz_idx"
@@ -99,6 +100,7 @@ class BackgroundIndexing:
         self._task: asyncio.Task[None] | None = None
         self._again = False
         self._last_wake = 0.0
+        self._finishing = False
 
     def wake(self) -> None:
         """Start the task, or tell the running one to look again when it is done."""
@@ -115,10 +117,30 @@ class BackgroundIndexing:
         while self._task is not None and not self._task.done():
             await asyncio.shield(self._task)
 
+    async def finish(self, timeout: float = FINISH_SECONDS) -> None:
+        """Before the process ends: the running task's steps now, not after the next
+        quiet spell, for at most ``timeout`` seconds. A one-off command's writes would
+        otherwise stay pending until another process wrote or searched; what is still
+        pending after the timeout stays found, and the next step, any process's, takes it.
+        """
+        self._finishing = True
+        task = self._task
+        if task is None or task.done():
+            return
+        done, _ = await asyncio.wait([task], timeout=timeout)
+        if not done:
+            logger.warning("indexing pending fact vectors took over %.0f s; stopped", timeout)
+            task.cancel()
+            await asyncio.wait([task])
+
     async def _until_quiet(self) -> None:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._at_most
-        while (now := loop.time()) < deadline and now - self._last_wake < self._quiet:
+        while (
+            not self._finishing
+            and (now := loop.time()) < deadline
+            and now - self._last_wake < self._quiet
+        ):
             await asyncio.sleep(min(deadline, self._last_wake + self._quiet) - now)
 
     async def _run(self) -> None:

@@ -83,6 +83,12 @@ class FactStore:
         self._ready = False
         self._dimensions: set[int] = set()  # embedding sizes the index is ready for
 
+    async def close(self) -> None:
+        """Finish the background work before the engine closes: on PostgreSQL, moving
+        the vectors of the last small writes into the HNSW graph (liz.facts.pg_indexing)."""
+        if isinstance(self.index, PostgresFactIndex):
+            await self.index.indexing.finish()
+
     async def check(self) -> None:
         """Raise :class:`StorageError` if the database cannot hold facts (no pgvector)."""
         if not self._ready:
