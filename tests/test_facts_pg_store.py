@@ -3,13 +3,17 @@ size; past it in two. Either way every fact is kept with its history, and search
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 
 import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from liz.errors import StorageError
 from liz.facts.commit import ONE_STATEMENT_FACTS
 from liz.facts.domain import Event, ItemStatus
+from liz.facts.snapshot import scope_lock_key
 from liz.facts.store import FactStore
 from liz.testing.openai_server import ScriptedOpenAI
 from tests.fixtures.db import _fresh_postgres
@@ -111,3 +115,38 @@ async def test_a_write_the_database_refuses_keeps_nothing_and_the_next_write_goe
     assert result.status is ItemStatus.APPLIED
     listed = await store.list(AGENT, USER, include_retired=True)
     assert [fact.text for fact in listed] == ["User likes coffee"]
+
+
+async def test_a_connection_dropped_mid_write_is_told_as_a_storage_error_and_writes_nothing(
+    store: FactStore, engine: AsyncEngine
+) -> None:
+    async with engine.connect() as holder:
+        # The scope's lock, held: the write's transaction begins and waits for it.
+        await holder.execute(text(f"SELECT pg_advisory_lock({scope_lock_key((AGENT, USER))})"))
+        write = asyncio.create_task(
+            store.apply(
+                [{"op": "add", "text": "User keeps bees", "categories": ["a", "b"]}], AGENT, USER
+            )
+        )
+        for _ in range(500):  # until the write waits for the lock, then drop its connection
+            async with engine.connect() as connection:  # pg_stat_activity is as of a
+                dropped = await connection.scalar(  # transaction's start: a new one each time
+                    text(
+                        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                        "WHERE datname = current_database() AND wait_event = 'advisory'"
+                    )
+                )
+            if dropped:
+                break
+            await asyncio.sleep(0.01)
+        else:
+            write.cancel()
+            raise AssertionError("the write never waited for the scope's lock")
+        with pytest.raises(StorageError, match="facts database failed"):
+            await write
+        await holder.execute(text(f"SELECT pg_advisory_unlock({scope_lock_key((AGENT, USER))})"))
+    assert await store.list(AGENT, USER) == []
+    (result,) = await store.apply(
+        [{"op": "add", "text": "User keeps bees", "categories": ["a", "b"]}], AGENT, USER
+    )
+    assert result.status is ItemStatus.APPLIED

@@ -207,10 +207,14 @@ async def connect(engine: AsyncEngine) -> AsyncIterator[Driver]:
 
 
 def _driver_errors(engine: AsyncEngine) -> tuple[type[Exception], ...]:
-    """What the driver raises, and what SQLAlchemy's adapter of it raises while connecting."""
+    """What the driver raises, and what SQLAlchemy's adapter of it raises while connecting.
+
+    On PostgreSQL that is the server's errors, a dropped connection's among them, and
+    asyncpg's ``InterfaceError``, which a connection already closed raises.
+    """
     adapter: type[Exception] = engine.dialect.loaded_dbapi.Error
     if engine.dialect.name == "sqlite":
         return (sqlite3.Error, adapter)
     import asyncpg  # only installed with PostgreSQL support
 
-    return (asyncpg.PostgresError, adapter)
+    return (asyncpg.PostgresError, asyncpg.InterfaceError, adapter)

@@ -81,7 +81,10 @@ async def commit_on_postgres(
         except BaseException:
             # Ended here, whatever stopped it: the pool's reset rolls back only what
             # SQLAlchemy began, and the connection must not go back holding the lock.
-            await db.execute(_ROLLBACK)
+            # A connection the server dropped has nothing to end (and the error that
+            # says why it failed must not become "connection is closed").
+            if not db.connection.is_closed():
+                await db.execute(_ROLLBACK)
             raise
     return changes, events
 
