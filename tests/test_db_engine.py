@@ -98,12 +98,16 @@ async def test_a_connection_the_server_dropped_is_replaced(database_url: str) ->
             # pg_terminate_backend only signals the backend: wait until it has gone, so the
             # pooled connection is dropped while idle, not in the middle of the ping.
             for _ in range(500):
+                # pg_stat_activity is as of a transaction's first read of it: end each one.
                 still_there = await connection.scalar(
                     text("SELECT count(*) FROM pg_stat_activity WHERE pid = :pid"), {"pid": pid}
                 )
+                await connection.rollback()
                 if not still_there:
                     break
                 await asyncio.sleep(0.01)
+            else:
+                raise AssertionError("the terminated backend never went")
         await admin.dispose()
         await asyncio.sleep(0.05)  # the client reads the server's goodbye and the socket's end
         # pool_pre_ping notices the dead connection and opens a new one.
