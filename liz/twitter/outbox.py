@@ -24,6 +24,7 @@ which tweet X made of it after. From that:
   that refusal means the tweet is out, and it is marked posted, not dropped.
   Its id is looked up later; a thread that goes on after it waits for that id,
   and ends there (logged as an error) if X has not shown it within twice the wait.
+  Either way it is stored in ``Tweet`` once X shows it (:mod:`liz.twitter.unseen_posts`).
 
 >>> async with ctx.sessions() as session, session.begin():
 ...     await plan_thread(session, account_id=ctx.account.id, key=key, texts=texts, ...)
