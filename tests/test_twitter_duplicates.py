@@ -14,6 +14,7 @@ from datetime import timedelta
 import pytest
 
 from liz.db.models import TweetRecord
+from liz.twitter.errors import TwitterRejected
 from liz.twitter.models import OutboxTweetRecord
 
 # The fixture, shared with the single-bot tests (a re-export, so pytest finds it here).
@@ -95,3 +96,37 @@ async def test_a_thread_cut_where_x_never_showed_a_tweet_stores_it_when_x_does(
     assert [r.tweet_id for r in rows[:3]] == [str(t.id) for t in x.posts]
     assert [r.state for r in rows[3:]] == ["dropped"] * 4
     assert mention.id in await stored_tweets(world)
+
+
+FORBIDDEN = "You are not permitted to perform this action."
+
+
+@pytest.mark.anyio
+async def test_a_post_refused_for_good_after_a_lost_call_is_not_written_anew(
+    world: World,
+) -> None:
+    x = world.x
+    x.time_out_after_accepting(unseen_for=timedelta(hours=3))
+    x.fail_next(TwitterRejected(FORBIDDEN), operations=("post",))
+    await world.start(world.bot(post_immediately=True, unconfirmed_post_wait_minutes=5))
+    await world.clock.advance(hours=1)
+    # The lost call may have put it on X: no second, different post minutes later.
+    assert [t.text for t in top_level_posts(x)] == ["Post number 1 about tea."]
+    assert world.brain.posts == 1
+    await world.clock.advance(hours=2, minutes=30)
+    [post] = top_level_posts(x)
+    assert await stored_tweets(world) == {post.id: "Post number 1 about tea."}
+
+
+@pytest.mark.anyio
+async def test_a_reply_refused_for_good_after_a_lost_call_is_not_answered_anew(
+    world: World,
+) -> None:
+    x = world.x
+    mention = x.tweet_as("bob", "@ada_bot are you there?")
+    x.time_out_after_accepting(unseen_for=timedelta(hours=3))
+    x.fail_next(TwitterRejected(FORBIDDEN), operations=("post",))
+    await world.start(world.bot(unconfirmed_post_wait_minutes=5))
+    await world.clock.advance(hours=1)
+    assert len(x.replies_to(mention.id)) == 1
+    assert len(world.reply_prompts()) == 1

@@ -96,7 +96,7 @@ async def test_a_thread_held_by_a_tweet_x_called_a_duplicate_says_so(world: Worl
     assert (held.account, held.thread_key) == ("@ada_bot", f"reply:{mention.id}")
     assert (held.position, held.count) == (2, 7)  # the 3rd of 7: sent again, refused
     assert held.text.startswith("Part 3: tea tea")
-    assert held.held == "X called it a duplicate: out, not shown yet"
+    assert held.held == "taken as out (X refused a 2nd call), not shown yet"
     assert held.next_step == (
         "the 4 after it wait for it; the thread ends at 2025-01-01 13:00 UTC if not shown"
     )

@@ -3,8 +3,9 @@
 The outbox (:mod:`liz.twitter.outbox`) holds a thread until each of its tweets
 is on X with a known id. A thread that stays there is held by its first tweet
 that is not: one whose post call got no answer and that X does not show yet,
-one X called a duplicate whose id is not known (the rest of the thread, which
-answers it, waits for it), or one not posted yet (X failed, the bot stopped).
+one taken as out because X refused a second call for it (as a duplicate, or for
+good) and whose id is not known (the rest of the thread, which answers it, waits
+for it), or one not posted yet (X failed, the bot stopped).
 ``liz twitter outbox`` prints one line per such thread (:func:`held_threads`);
 ``--abandon`` gives one up (:func:`abandon_thread`).
 """
@@ -76,7 +77,7 @@ async def abandon_thread(session: AsyncSession, thread_key: str, *, now: datetim
 
     For a tweet whose outcome the bot did not know, the operator has looked on X
     (it is there, or it will not be posted). A tweet X called a duplicate is left
-    as it is: it is out. A mention whose reply is given up is marked "failed", so it
+    as it is: it is (or may be) out. A mention whose reply is given up is marked "failed", so it
     is not answered again. The caller commits.
     """
     record = OutboxTweetRecord
@@ -136,13 +137,16 @@ def _why(
             # The rest answers it: the thread waits for its id (liz.twitter.outbox).
             ends = row.attempted_at + 2 * wait
             return (
-                "X called it a duplicate: out, not shown yet",
+                "taken as out (X refused a 2nd call), not shown yet",
                 f"the {rest} after it wait for it; the thread ends at {_at(ends)} if not shown",
             )
         until = row.attempted_at + LOOKED_FOR
         if now < until:
-            return "X called it a duplicate: out, not shown yet", f"looked for until {_at(until)}"
-        return "X called it a duplicate: out, never shown", "no longer looked for"
+            return (
+                "taken as out (X refused a 2nd call), not shown yet",
+                f"looked for until {_at(until)}",
+            )
+        return "taken as out (X refused a 2nd call), never shown", "no longer looked for"
     if row.attempted_at is not None:
         again = row.attempted_at + wait
         if now < again:

@@ -1,16 +1,17 @@
-"""Tweets X called duplicates: on X, their ids unknown, looked for until X shows them.
+"""Tweets taken as posted when X refused them again: looked for until X shows them.
 
 A post call that got no answer, sent again after ``TWITTER_UNCONFIRMED_POST_WAIT_MINUTES``
-and refused by X as "duplicate content", is out (:mod:`liz.twitter.outbox`): its
-outbox row is "posted" with no tweet id. A thread that goes on after it looks for
-it itself (its next tweet must answer it); nothing else did, so a scheduled post
-or a reply ending with such a tweet never reached ``Tweet``, and the schedule did
-not count it after a restart. :class:`UnseenPosts` looks for these tweets among
-the account's own, at most once per wait (lookups read the account's timeline
-back to the lost call, so they are spaced out, as X's rate limits want), and
-records each one found like any posted tweet: its id in the outbox, the tweet in
-``Tweet``. One X has not shown within :data:`LOOKED_FOR` of its first call is no
-longer looked for; it stays in the outbox, where ``liz twitter outbox`` shows it.
+and refused by X as "duplicate content", is out (:mod:`liz.twitter.outbox`); one X
+refused for good then may be. Either way its outbox row is "posted" with no tweet
+id. A thread that goes on after it looks for it itself (its next tweet must answer
+it); nothing else did, so a scheduled post or a reply ending with such a tweet
+never reached ``Tweet``, and the schedule did not count it after a restart.
+:class:`UnseenPosts` looks for these tweets among the account's own, at most once
+per wait (lookups read the account's timeline back to the lost call, so they are
+spaced out, as X's rate limits want), and records each one found like any posted
+tweet: its id in the outbox, the tweet in ``Tweet``. One X has not shown within
+:data:`LOOKED_FOR` of its first call is no longer looked for; it stays in the
+outbox, where ``liz twitter outbox`` shows it.
 
 >>> unseen = UnseenPosts(ctx)
 >>> await unseen.look()  # each reply cycle; does nothing until the next lookup is due
@@ -137,7 +138,7 @@ async def record_found(ctx: BotContext, row: OutboxTweetRecord, tweet: Tweet) ->
         await save_tweets(session, [tweet])
     row.tweet_id = str(tweet.id)
     logger.info(
-        "found tweet %d of %s on X (%s), which X had called a duplicate; stored",
+        "found tweet %d of %s on X (%s), taken as posted when X refused it again; stored",
         row.position + 1,
         row.thread_key,
         tweet.permanent_url,
