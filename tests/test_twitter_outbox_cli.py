@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from liz.cli import app
 from liz.twitter.errors import TwitterOutcomeUnknown
-from liz.twitter.models import HandledTweetRecord
+from liz.twitter.models import HandledTweetRecord, OutboxTweetRecord
 from liz.twitter.outbox_view import held_threads
 
 # The fixture, shared with the single-bot tests (a re-export, so pytest finds it here).
@@ -134,3 +134,23 @@ async def test_abandoning_an_unknown_thread_is_refused_and_changes_nothing(
     blank = await liz_twitter_outbox(world, "--abandon", "  ")
     assert blank.exit_code == 2
     assert "name the thread to give up with --abandon THREAD" in blank.output
+
+
+@pytest.mark.anyio
+async def test_abandoning_a_post_x_never_shows_stops_looking_for_it(world: World) -> None:
+    x = x_refusing_duplicates(world)
+    x.time_out_after_accepting(unseen_for=timedelta(days=3))
+    await world.start(world.bot(post_immediately=True, unconfirmed_post_wait_minutes=5))
+    await world.clock.advance(hours=1)
+    [row] = await world.rows(OutboxTweetRecord)
+    assert (row.state, row.tweet_id) == ("posted", None)  # X called it a duplicate
+    result = await liz_twitter_outbox(world, "--abandon", row.thread_key)
+    assert result.exit_code == 0, result.output
+    assert result.output == (
+        f"gave up {row.thread_key}: 1 tweet taken as posted no longer looked for\n"
+    )
+    looked = x.calls.count("own_tweets")
+    await world.clock.advance(hours=2)
+    assert x.calls.count("own_tweets") == looked  # X is not searched for it any more
+    assert "nothing unconfirmed" in (await liz_twitter_outbox(world)).output
+    assert [t.text for t in x.posts] == ["Post number 1 about tea."]  # not posted again

@@ -50,16 +50,21 @@ def show_outbox(
         if not thread_key:
             _fail("name the thread to give up with --abandon THREAD (from `liz twitter outbox`)")
 
-        async def give_up(session: AsyncSession) -> int:
+        async def give_up(session: AsyncSession) -> tuple[int, int]:
             async with session.begin():
                 return await abandon_thread(session, thread_key, now=now)
 
-        dropped = _with_session(give_up)
-        if dropped == 0:
+        not_posted, not_looked_for = _with_session(give_up)
+        if not_posted == not_looked_for == 0:
             typer.echo(f"nothing to give up in {thread_key}: its tweets are on X or dropped")
-        else:
-            tweets = "1 tweet" if dropped == 1 else f"{dropped} tweets"
-            typer.echo(f"gave up {thread_key}: {tweets} will not be posted")
+            return
+        given_up = [
+            f"{_tweets(not_posted)} will not be posted" if not_posted else "",
+            f"{_tweets(not_looked_for)} taken as posted no longer looked for"
+            if not_looked_for
+            else "",
+        ]
+        typer.echo(f"gave up {thread_key}: {', '.join(part for part in given_up if part)}")
         return
 
     try:
@@ -77,6 +82,10 @@ def show_outbox(
     threads = "1 thread" if len(held) == 1 else f"{len(held)} threads"
     typer.echo(f"{threads} not confirmed on X (times in UTC):")
     typer.echo(_table([HEADER, *(_cells(thread) for thread in held)]))
+
+
+def _tweets(count: int) -> str:
+    return "1 tweet" if count == 1 else f"{count} tweets"
 
 
 def _cells(thread: HeldThread) -> tuple[str, ...]:

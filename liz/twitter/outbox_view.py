@@ -72,26 +72,31 @@ async def held_threads(
     return [held for _, held in sorted(found, key=lambda pair: (pair[0], pair[1].thread_key))]
 
 
-async def abandon_thread(session: AsyncSession, thread_key: str, *, now: datetime) -> int:
-    """Give up on a thread: its tweets not on X are dropped, never posted; how many.
+async def abandon_thread(
+    session: AsyncSession, thread_key: str, *, now: datetime
+) -> tuple[int, int]:
+    """Give up on a thread: how many of its tweets will not be posted, and how many taken
+    as posted (X refused a second call) are no longer looked for. Both are dropped.
 
     For a tweet whose outcome the bot did not know, the operator has looked on X
-    (it is there, or it will not be posted). A tweet X called a duplicate is left
-    as it is: it is (or may be) out. A mention whose reply is given up is marked "failed", so it
-    is not answered again. The caller commits.
+    (it is there, or it will not be posted). A mention whose reply is given up is
+    marked "failed", so it is not answered again. The caller commits.
     """
     record = OutboxTweetRecord
     exists = await session.scalar(select(record.position).where(record.thread_key == thread_key))
     if exists is None:
         raise UsageError(f"no thread {thread_key!r} in the outbox; `liz twitter outbox` lists them")
-    result = await session.execute(
-        update(record)
-        .where(record.thread_key == thread_key, record.state == PLANNED)
-        .values(state=DROPPED)
-        .execution_options(synchronize_session=False)
-    )
-    dropped: int = getattr(result, "rowcount", 0)
-    if dropped and thread_key.startswith(REPLY_PREFIX):
+    counts: list[int] = []
+    for held in (record.state == PLANNED, (record.state == POSTED) & record.tweet_id.is_(None)):
+        result = await session.execute(
+            update(record)
+            .where(record.thread_key == thread_key, held)
+            .values(state=DROPPED)
+            .execution_options(synchronize_session=False)
+        )
+        counts.append(getattr(result, "rowcount", 0))
+    not_posted, not_looked_for = counts
+    if not_posted and thread_key.startswith(REPLY_PREFIX):
         # The mention was "replying" until all of the reply was out: now it never will be.
         await session.execute(
             update(HandledTweetRecord)
@@ -101,7 +106,7 @@ async def abandon_thread(session: AsyncSession, thread_key: str, *, now: datetim
             )
             .values(decision="failed", handled_at=now)
         )
-    return dropped
+    return not_posted, not_looked_for
 
 
 def _first_held(
@@ -146,7 +151,10 @@ def _why(
                 "taken as out (X refused a 2nd call), not shown yet",
                 f"looked for until {_at(until)}",
             )
-        return "taken as out (X refused a 2nd call), never shown", "no longer looked for"
+        return (
+            "taken as out (X refused a 2nd call), never shown",
+            "no longer looked for; look on X, then --abandon",
+        )
     if row.attempted_at is not None:
         again = row.attempted_at + wait
         if now < again:

@@ -98,11 +98,11 @@ class ReplyCycle:
         self.oldest_target_tweet = started_at - timedelta(minutes=ctx.settings.polling_interval)
         self._attempts: Counter[int] = Counter()
         self._dry_run_seen: set[int] = set()
-        # Posts and replies X called duplicates, looked for at most once per wait.
+        # Tweets taken as posted when X refused them again: looked for once per wait.
         self._unseen = UnseenPosts(ctx)
 
     async def run(self) -> None:
-        """Finish unfinished replies, look for tweets X called duplicates, then one pass over
+        """Finish unfinished replies, look for tweets taken as posted, then one pass over
         mentions and each target's timeline."""
         transport = self.ctx.transport
         if not self.ctx.dry_run:

@@ -37,14 +37,15 @@ logger = logging.getLogger(__name__)
 # A tweet to look for, and the tweet it answers (None for a new post).
 ToLookFor = tuple[OutboxTweetRecord, int | None]
 
-# How long after its first, lost call a tweet X called a duplicate is looked for. X's
+# How long after its first, lost call a tweet taken as posted is looked for. X's
 # timelines lag by minutes, rarely hours; one not shown in a day will not be.
 LOOKED_FOR = timedelta(days=1)
 
 
 class UnseenPosts:
-    """Finds and records the account's tweets X called duplicates; remembers when it last
-    looked, so lookups are spaced by the wait however often it is called."""
+    """Finds and records the account's tweets taken as posted when X refused them again;
+    remembers when it last looked, so lookups are spaced by the wait however often it is
+    called."""
 
     def __init__(self, ctx: BotContext) -> None:
         self.ctx = ctx
