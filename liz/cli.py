@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
+from typer.core import TyperGroup
 
 from liz.errors import LizError
 
@@ -149,7 +150,29 @@ def chat(
         raise typer.Exit(1)
 
 
-@app.command()
+class _RunUnlessNamed(TyperGroup):
+    """``liz twitter`` runs the bot, as it always did: arguments that name no command of
+    the group (a TARGET, ``--agent``) are the ``run`` command's, so ``liz twitter outbox``
+    could be added without changing ``liz twitter [TARGET] --agent ID``."""
+
+    # ``ctx`` is typer's vendored click Context, a private type: hence Any.
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        asks_help = bool(args) and args[0] in ctx.help_option_names
+        if not asks_help and (not args or args[0] not in self.commands):
+            args = ["run", *args]
+        return super().parse_args(ctx, args)
+
+
+twitter_app = typer.Typer(
+    cls=_RunUnlessNamed,
+    help="Run the agent's X account: `liz twitter [TARGET] --agent ID [--dry-run]` (the "
+    "same as `liz twitter run ...`); `liz twitter outbox` lists the posts not confirmed on X.",
+    rich_markup_mode=None,
+)
+app.add_typer(twitter_app, name="twitter")
+
+
+@twitter_app.command("run")
 def twitter(
     target: TargetArgument = None,
     agent: Annotated[str, typer.Option("--agent", help="The agent id that runs the account.")] = "",
@@ -193,9 +216,11 @@ def init(
 def _register_sub_apps() -> None:
     from liz.agents_cli import agents_app
     from liz.facts.cli import facts_app
+    from liz.twitter.outbox_cli import show_outbox
 
     app.add_typer(facts_app, name="facts")
     app.add_typer(agents_app, name="agents")
+    twitter_app.command("outbox")(show_outbox)
 
 
 _register_sub_apps()

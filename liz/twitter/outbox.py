@@ -21,9 +21,12 @@ which tweet X made of it after. From that:
   lost, and a post X took is posted again only if X hid it for the whole wait;
 - even then, X refuses the exact text the account just posted (error 187,
   "duplicate content", :class:`~liz.twitter.errors.TwitterDuplicate`): after an unknown outcome
-  that refusal means the tweet is out, and it is marked posted, not dropped.
+  that refusal means the tweet is out, and it is marked posted, not dropped. Any
+  other refusal for good after such a call is taken the same way: the tweet may be
+  out, so it is never written anew (a second, different post).
   Its id is looked up later; a thread that goes on after it waits for that id,
   and ends there (logged as an error) if X has not shown it within twice the wait.
+  Either way it is stored in ``Tweet`` once X shows it (:mod:`liz.twitter.unseen_posts`).
 
 >>> async with ctx.sessions() as session, session.begin():
 ...     await plan_thread(session, account_id=ctx.account.id, key=key, texts=texts, ...)
@@ -148,7 +151,8 @@ async def send_thread(ctx: BotContext, key: str) -> list[int]:
     good, a thread with tweets out already ends there; a thread with none out is
     removed from the outbox and the refusal raised, so the caller may write it anew.
     A tweet X refused as a duplicate of its own earlier, unanswered post call is out
-    but its id may not be known yet: it is left out of the ids returned.
+    but its id may not be known yet: it is left out of the ids returned. So is one X
+    refused for good after such a call, which may be out: never written anew.
     """
     async with ctx.sessions() as session:
         rows = list(
@@ -196,7 +200,7 @@ async def send_thread(ctx: BotContext, key: str) -> list[int]:
             outcome = found if found is not None else await _post(ctx, row, parent, len(rows))
             if outcome is _Refused.FOR_GOOD:
                 break  # the thread ends with what is out
-            if outcome is _Refused.AS_DUPLICATE:
+            if outcome is _Refused.TAKEN_AS_OUT:
                 if row is rows[-1]:
                     break
                 raise id_unknown(row, len(rows))
@@ -216,7 +220,9 @@ class _Refused(enum.Enum):
     """What :func:`_post` returns when X did not post the tweet and the thread goes on."""
 
     FOR_GOOD = "for good"  # the thread ends before this tweet
-    AS_DUPLICATE = "as a duplicate"  # of the earlier, unanswered call: it is out
+    # Refused after an earlier call that got no answer (as a duplicate of it, or for good):
+    # it is, or may be, out, and is never written anew.
+    TAKEN_AS_OUT = "taken as out"
 
 
 async def _post(
@@ -243,7 +249,7 @@ async def _post(
             exc.message,
         )
         await _set(ctx, row, state=POSTED, attempted_at=earlier_call)
-        return _Refused.AS_DUPLICATE
+        return _Refused.TAKEN_AS_OUT
     except TwitterError as exc:
         return await _refused(ctx, row, count, exc, earlier_call)
 
@@ -262,6 +268,16 @@ async def _refused(
         # tweet is neither written anew nor posted without looking for it first.
         await _set(ctx, row, attempted_at=earlier_call)
         raise exc
+    if earlier_call is not None:
+        # The earlier call may have put it on X. Dropped, it would be written anew (a
+        # second, different post or reply): taken as out, lost only if it never was.
+        logger.error(
+            "tweet %d of %d of %s: X refused it (%s) after a post call with no answer, "
+            "which may have put it on X; taken as posted, never written anew",
+            *(row.position + 1, count, row.thread_key, exc.message),
+        )
+        await _set(ctx, row, state=POSTED, attempted_at=earlier_call)
+        return _Refused.TAKEN_AS_OUT
     if row.position == 0:
         await _drop_thread(ctx, row.thread_key)
         raise exc

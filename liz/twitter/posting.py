@@ -17,6 +17,7 @@ from liz.twitter.outbox import (
 )
 from liz.twitter.splitter import split_into_tweets
 from liz.twitter.store import last_post_time
+from liz.twitter.unseen_posts import last_unseen_post_time
 from liz.types import InputObject, InputSource
 
 logger = logging.getLogger(__name__)
@@ -37,6 +38,10 @@ async def first_post_time(ctx: BotContext, rng: random.Random) -> datetime:
         if await unfinished_threads(session, account_id=ctx.account.id, prefix=POST_PREFIX):
             return now  # a post cut short by the last run: finish it first
         last = await last_post_time(session, account_id=ctx.account.id)
+    # A post X called a duplicate is out, though not in ``Tweet`` until X shows it.
+    unseen = await last_unseen_post_time(ctx)
+    if unseen is not None and (last is None or unseen > last):
+        last = unseen
     if last is None:
         return now if ctx.settings.post_immediately else now + ctx.settings.post_interval(rng)
     return last + ctx.settings.post_interval(rng)

@@ -64,6 +64,7 @@ from liz.twitter.store import (
     unmark_handled,
 )
 from liz.twitter.transport import Tweet
+from liz.twitter.unseen_posts import UnseenPosts
 from liz.types import InputObject, InputSource, InputType
 
 logger = logging.getLogger(__name__)
@@ -97,12 +98,16 @@ class ReplyCycle:
         self.oldest_target_tweet = started_at - timedelta(minutes=ctx.settings.polling_interval)
         self._attempts: Counter[int] = Counter()
         self._dry_run_seen: set[int] = set()
+        # Tweets taken as posted when X refused them again: looked for once per wait.
+        self._unseen = UnseenPosts(ctx)
 
     async def run(self) -> None:
-        """Finish unfinished replies, then one pass over mentions and each target's timeline."""
+        """Finish unfinished replies, look for tweets taken as posted, then one pass over
+        mentions and each target's timeline."""
         transport = self.ctx.transport
         if not self.ctx.dry_run:
             await self._finish_replies()
+            await self._unseen.look()
 
         async def mentions(since_id: int | None, not_before: datetime | None) -> list[Tweet]:
             return await transport.mentions(since_id, not_before=not_before)

@@ -1,0 +1,148 @@
+"""``liz twitter outbox``: the posts and replies not confirmed on X, and giving one up.
+
+>>> liz twitter outbox                          # one line per thread held, oldest first
+>>> liz twitter outbox --abandon post:3f1c...   # never post the rest of that thread
+
+It needs the database only (``DATABASE_URL``) and ``TWITTER_UNCONFIRMED_POST_WAIT_MINUTES``
+for the times it shows; not X, not the LLM, and not the bot running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Annotated, NoReturn, TypeVar
+
+import typer
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncSession
+
+    from liz.twitter.outbox_view import HeldThread
+
+T = TypeVar("T")
+
+TEXT_WIDTH = 40
+HEADER = ("ACCOUNT", "THREAD", "TWEET", "UNANSWERED CALL", "HELD BECAUSE", "NEXT", "TEXT")
+
+
+def show_outbox(
+    abandon: Annotated[
+        str | None,
+        typer.Option(
+            "--abandon",
+            metavar="THREAD",
+            help="Give up on this thread (a THREAD from the list): its tweets not on X are "
+            "never posted. Look on X first.",
+        ),
+    ] = None,
+) -> None:
+    """List the posts and replies not confirmed on X (why, and what the bot does next)."""
+    from liz.errors import LizError
+    from liz.settings_errors import load_settings
+    from liz.twitter.outbox_view import abandon_thread, held_threads
+    from liz.twitter.settings import TwitterSettings
+
+    now = datetime.now(UTC)
+    if abandon is not None:
+        thread_key = abandon.strip()
+        if not thread_key:
+            _fail("name the thread to give up with --abandon THREAD (from `liz twitter outbox`)")
+
+        async def give_up(session: AsyncSession) -> tuple[int, int]:
+            async with session.begin():
+                return await abandon_thread(session, thread_key, now=now)
+
+        not_posted, not_looked_for = _with_session(give_up)
+        if not_posted == not_looked_for == 0:
+            typer.echo(f"nothing to give up in {thread_key}: its tweets are on X or dropped")
+            return
+        given_up = [
+            f"{_tweets(not_posted)} will not be posted" if not_posted else "",
+            f"{_tweets(not_looked_for)} taken as posted no longer looked for"
+            if not_looked_for
+            else "",
+        ]
+        typer.echo(f"gave up {thread_key}: {', '.join(part for part in given_up if part)}")
+        return
+
+    try:
+        wait = load_settings(TwitterSettings).unconfirmed_post_wait_minutes
+    except LizError as exc:  # the bad setting, named
+        _fail(exc.message)
+
+    async def read(session: AsyncSession) -> list[HeldThread]:
+        return await held_threads(session, now=now, wait_minutes=wait)
+
+    held = _with_session(read)
+    if not held:
+        typer.echo("the outbox holds nothing unconfirmed: every tweet planned is on X")
+        return
+    threads = "1 thread" if len(held) == 1 else f"{len(held)} threads"
+    typer.echo(f"{threads} not confirmed on X (times in UTC):")
+    typer.echo(_table([HEADER, *(_cells(thread) for thread in held)]))
+
+
+def _tweets(count: int) -> str:
+    return "1 tweet" if count == 1 else f"{count} tweets"
+
+
+def _cells(thread: HeldThread) -> tuple[str, ...]:
+    text = " ".join(thread.text.split())
+    if len(text) > TEXT_WIDTH:
+        text = text[: TEXT_WIDTH - 1] + "…"
+    attempted = "-" if thread.attempted_at is None else f"{thread.attempted_at:%Y-%m-%d %H:%M}"
+    return (
+        thread.account,
+        thread.thread_key,
+        f"{thread.position + 1} of {thread.count}",
+        attempted,
+        thread.held,
+        thread.next_step,
+        text,
+    )
+
+
+def _table(rows: list[tuple[str, ...]]) -> str:
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    lines = [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+        for row in rows
+    ]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _with_session(work: Callable[[AsyncSession], Awaitable[T]]) -> T:
+    """Run ``work`` on a session of the configured database; errors end the command."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from liz.config import Settings
+    from liz.db.engine import create_engine, make_sessionmaker
+    from liz.errors import LizError
+    from liz.settings_errors import load_settings
+
+    async def main() -> T:
+        settings = load_settings(Settings)
+        engine = create_engine(settings.database_url, settings, pooled=False)
+        try:
+            async with make_sessionmaker(engine)() as session:
+                return await work(session)
+        finally:
+            await engine.dispose()
+
+    try:
+        return asyncio.run(main())
+    except LizError as exc:
+        _fail(exc.message)
+    except (SQLAlchemyError, OSError) as exc:
+        detail = getattr(exc, "orig", None) or exc
+        _fail(
+            f"cannot read the Twitter outbox ({type(detail).__name__}: {detail}); check "
+            "DATABASE_URL and run `liz db upgrade`"
+        )
+
+
+def _fail(message: str) -> NoReturn:
+    typer.secho(f"error: {message}", err=True, fg=typer.colors.RED)
+    raise typer.Exit(2)
