@@ -146,6 +146,25 @@ async def test_a_job_that_keeps_getting_unusable_answers_is_failed_listed_and_re
     assert await backlog_of(world) == {"pending": 0, "failed": 0, "oldestPendingSeconds": None}
 
 
+async def test_a_message_the_endpoint_keeps_refusing_is_failed_and_the_next_is_learned_at_once(
+    world: World, database_url: str, tmp_path: Path
+) -> None:
+    world.brain.refused = {"counterfeit"}
+    await world.say("ann", "I sell counterfeit watches")
+    await world.settle()  # two tries right after the reply
+    await world.later(hours=1)  # the third: given up on
+    assert await backlog_of(world) == {"pending": 0, "failed": 1, "oldestPendingSeconds": None}
+
+    await world.say("ann", "I grow tomatoes")
+    await world.settle()  # no clock time passes: learned right after its reply
+    assert await world.facts_of("ann") == [fact_text("I grow tomatoes")]
+
+    listed = liz_facts("queue", "--failed", database_url=database_url, cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert "user ann" in listed.stdout and "3 failed tries" in listed.stdout
+    assert "the LLM endpoint answered 400" in listed.stdout  # the reason, for the operator
+
+
 async def test_retry_needs_job_ids_or_all(database_url: str, tmp_path: Path) -> None:
     result = liz_facts("retry", database_url=database_url, cwd=tmp_path)
     assert result.returncode == 2
