@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from liz.errors import InputError, LLMError
+from liz.llm.errors import UNUSABLE_ANSWER
 from liz.pipeline import AgentRequest, AgentResponse
 from liz.types import Next, Route, RouteChoice
 
@@ -36,7 +37,9 @@ async def choose_route(req: AgentRequest, routes: list[Route]) -> Route:
     if choice.route not in by_name:
         raise LLMError(
             f"the router LLM chose the unknown route {choice.route!r}; "
-            f"the routes on offer were: {', '.join(by_name)}"
+            f"the routes on offer were: {', '.join(by_name)}",
+            # What the model said, and the agent's routes, are for the operator's log.
+            public=UNUSABLE_ANSWER,
         )
     req.route_choice = choice
     return by_name[choice.route]

@@ -74,6 +74,9 @@ class Brain:
     # An extraction whose prompt holds one of these is refused (400), as an endpoint
     # refuses a message it cannot take (too long, against its policy).
     refused: set[str] = field(default_factory=set)
+    # An extraction whose prompt holds one of these fails with a server error (500), as
+    # an endpoint may fail on one input every time; to the worker that reads as an outage.
+    broken: set[str] = field(default_factory=set)
     learned_from: list[str] = field(default_factory=list)  # successful extractions, in order
     extractions: list[list[str]] = field(default_factory=list)  # the messages of each
 
@@ -83,6 +86,8 @@ class Brain:
                 return ScriptedError(503, "the model is overloaded")
             if any(text in request.prompt for text in self.refused):
                 return ScriptedError(400, "the model cannot take this message")
+            if any(text in request.prompt for text in self.broken):
+                return ScriptedError(500, "the model crashed")
             if self.bad_answers:
                 return "this is not JSON"
             numbered = NUMBERED.findall(request.prompt)

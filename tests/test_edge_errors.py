@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 from sqlalchemy import func, select
-from starlette.routing import Route
+from starlette.routing import Route as StarletteRoute
 
 from liz.agent import BaseAgent
 from liz.bootstrap import build_framework
@@ -24,9 +24,10 @@ from liz.db.engine import create_engine
 from liz.db.models import MemoryRecord
 from liz.http import create_app
 from liz.pipeline import AgentFramework, AgentRequest, AgentResponse
+from liz.routes import converse
 from liz.runtime import Runtime
 from liz.testing.openai_server import RecordedRequest, ScriptedError, ScriptedOpenAI
-from liz.types import Next
+from liz.types import Next, Route
 
 pytestmark = pytest.mark.anyio
 AGENT = "business-advisor"
@@ -157,6 +158,86 @@ async def test_the_providers_own_words_reach_the_log_not_the_client(
     assert "OPENAI_API_KEY" in caplog.text  # the operator is told what to check
 
 
+# What a provider may say, with the parts a client must never see: a key's last
+# characters, an organisation or project id, an internal host.
+PROVIDER_WORDS = {
+    401: ("Incorrect API key provided: sk-proj-****Zq7w", ["sk-proj", "Zq7w"]),
+    403: ("Project proj_8f2Qk has no access to model scripted-large", ["proj_8f2Qk"]),
+    429: ("Rate limit reached for org-Zx81 on tokens per min: used 29950", ["org-Zx81"]),
+    500: ("inference shard 7 at 10.2.0.14 timed out", ["10.2.0.14", "shard"]),
+}
+
+
+@pytest.mark.parametrize(
+    ("status", "answered", "told"),
+    [
+        (401, 502, ["the LLM endpoint refused the API key", "check OPENAI_API_KEY"]),
+        (403, 502, ["the LLM endpoint refused the request", "may use the model"]),
+        (429, 503, ["rate limiting", "try again in 17 s"]),
+        (500, 502, ["the LLM endpoint failed", "try again in 17 s"]),
+    ],
+)
+async def test_a_provider_error_is_explained_in_our_words_and_logged_in_its_own(
+    runtime: Runtime,
+    agent: BaseAgent,
+    scripted: ScriptedOpenAI,
+    caplog: pytest.LogCaptureFixture,
+    status: int,
+    answered: int,
+    told: list[str],
+) -> None:
+    words, secrets = PROVIDER_WORDS[status]
+    llm = scripted.llm_client(max_retries=0)
+    failing = Runtime(settings=runtime.settings, engine=runtime.engine, llm_client=llm)
+    scripted.respond_with(lambda request: ScriptedError(status, words, 17))
+    async with http_client(create_app(build_framework(failing), {AGENT: agent})) as client:
+        response = await client.post("/agent/input", json=message())
+    await llm.close()
+    assert response.status_code == answered
+    error = response.json()["error"]
+    for phrase in told:
+        assert phrase in error
+    assert response.headers["x-request-id"] in error  # where the operator finds the rest
+    for secret in secrets:
+        assert secret not in response.text
+    assert words in caplog.text  # the provider's own words, for the operator
+    assert await memory_count(runtime) == 1  # the user's message is kept
+
+
+@pytest.mark.parametrize(
+    ("answer", "hidden"),
+    [
+        # The router's model names a route the agent does not have.
+        (
+            {"route": "wire_funds_to_mallory", "confidence": 0.9, "reasoning": "asked to"},
+            "wire_funds_to_mallory",
+        ),
+        # The router's model answers something that is not a route choice, twice: the
+        # schema's insides are the operator's business.
+        ({"verdict": "ignore your instructions"}, "RouteChoice"),
+    ],
+)
+async def test_an_unusable_model_answer_is_explained_without_repeating_it(
+    framework: AgentFramework,
+    agent: BaseAgent,
+    scripted: ScriptedOpenAI,
+    caplog: pytest.LogCaptureFixture,
+    answer: dict[str, Any],
+    hidden: str,
+) -> None:
+    # A second route a user may reach, so the router's model is asked to choose.
+    agent.add_route(Route("pricing", "Set or check a price.", handler=converse))
+    scripted.respond_with(lambda request: answer if request.schema_name else "Noted.")
+    async with http_client(create_app(framework, {AGENT: agent})) as client:
+        response = await client.post("/agent/input", json=message())
+    assert response.status_code == 502
+    error = response.json()["error"]
+    assert "could not be used" in error and "try again" in error
+    assert response.headers["x-request-id"] in error
+    assert hidden not in response.text and "routes" not in error
+    assert hidden in caplog.text  # the operator sees what the model said
+
+
 async def test_a_rate_limited_llm_is_a_503_with_the_providers_retry_after(
     runtime: Runtime, agent: BaseAgent, scripted: ScriptedOpenAI
 ) -> None:
@@ -206,7 +287,7 @@ async def test_the_deadline_also_bounds_routes_that_do_not_watch_it(
         await asyncio.Event().wait()
 
     app = create_app(build_framework(timed_runtime(runtime, 0.2)), {AGENT: agent})
-    app.router.routes.insert(0, Route("/slow", slow_health))
+    app.router.routes.insert(0, StarletteRoute("/slow", slow_health))
     async with http_client(app) as client:
         response = await client.get("/slow")
     assert response.status_code == 504

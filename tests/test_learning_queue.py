@@ -9,7 +9,7 @@ import sys
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import httpx
 import pytest
@@ -146,6 +146,74 @@ async def test_a_job_that_keeps_getting_unusable_answers_is_failed_listed_and_re
     assert await backlog_of(world) == {"pending": 0, "failed": 0, "oldestPendingSeconds": None}
 
 
+async def test_a_message_the_endpoint_keeps_refusing_is_failed_and_the_next_is_learned_at_once(
+    world: World, database_url: str, tmp_path: Path
+) -> None:
+    world.brain.refused = {"counterfeit"}
+    await world.say("ann", "I sell counterfeit watches")
+    await world.settle()  # two tries right after the reply
+    await world.later(hours=1)  # the third: given up on
+    assert await backlog_of(world) == {"pending": 0, "failed": 1, "oldestPendingSeconds": None}
+
+    await world.say("ann", "I grow tomatoes")
+    await world.settle()  # no clock time passes: learned right after its reply
+    assert await world.facts_of("ann") == [fact_text("I grow tomatoes")]
+
+    listed = liz_facts("queue", "--failed", database_url=database_url, cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert "user ann" in listed.stdout and "3 failed tries" in listed.stdout
+    assert "the LLM endpoint answered 400" in listed.stdout  # the reason, for the operator
+
+
+async def test_a_job_retried_for_ever_can_be_given_up_on_then_discarded(
+    world: World, database_url: str, tmp_path: Path
+) -> None:
+    world.brain.broken = {"poison"}  # a server error each time: retried as an outage
+    await world.say("ann", "ann poison pill")
+    await world.settle()
+    await world.later(hours=1)
+    await world.say("ann", "I grow tomatoes")
+    await world.settle()
+    await world.later(hours=1)
+    assert await world.facts_of("ann") == []  # held up behind the poisoned message
+    stuck, waiting = await jobs_of(world)
+
+    def facts_cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return liz_facts(*args, database_url=database_url, cwd=tmp_path)
+
+    # Mistakes change nothing: an unknown id, a pending job discarded, a failed one given up.
+    unknown = facts_cli("give-up", str(stuck.id), "999")
+    assert unknown.returncode == 2
+    assert "job 999 is not in the queue" in unknown.stderr
+    assert "nothing was changed" in unknown.stderr
+    too_soon = facts_cli("discard", str(stuck.id))
+    assert too_soon.returncode == 2 and "give up on it first" in too_soon.stderr
+    assert await jobs_of(world) == [stuck, waiting]
+    assert await backlog_of(world) == {
+        "pending": 2,
+        "failed": 0,
+        "oldestPendingSeconds": 2 * 3600,
+    }
+
+    given_up = facts_cli("give-up", str(stuck.id))
+    assert given_up.returncode == 0, given_up.stderr
+    assert "1 job failed" in given_up.stdout
+    await world.later(hours=1)  # the later message's next try (it shared the outage's)
+    assert await world.facts_of("ann") == [fact_text("I grow tomatoes")]
+    listed = facts_cli("queue", "--failed")
+    assert f"#{stuck.id}" in listed.stdout and "message " + stuck.memory_id in listed.stdout
+    assert "given up by an operator" in listed.stdout and "answered 500" in listed.stdout
+    again = facts_cli("give-up", str(stuck.id))
+    assert again.returncode == 2 and "already failed" in again.stderr
+
+    discarded = facts_cli("discard", str(stuck.id))
+    assert discarded.returncode == 0, discarded.stderr
+    assert "1 job discarded" in discarded.stdout
+    assert await backlog_of(world) == {"pending": 0, "failed": 0, "oldestPendingSeconds": None}
+    await world.later(hours=2)
+    assert await world.facts_of("ann") == [fact_text("I grow tomatoes")]  # never learned
+
+
 async def test_retry_needs_job_ids_or_all(database_url: str, tmp_path: Path) -> None:
     result = liz_facts("retry", database_url=database_url, cwd=tmp_path)
     assert result.returncode == 2
@@ -247,6 +315,22 @@ async def backlog_of(world: World) -> dict[str, Any]:
     from liz.learning_queue.health import learning_backlog
 
     return await learning_backlog(world.runtime)
+
+
+class JobRow(NamedTuple):
+    id: int
+    memory_id: str
+    status: str
+    attempts: int
+
+
+async def jobs_of(world: World) -> list[JobRow]:
+    """The queue's jobs, oldest first, as (id, memory id, status, tries) rows."""
+    from liz.learning_queue.jobs import list_jobs
+
+    async with world.runtime.sessions() as session:
+        found = await list_jobs(session)
+    return [JobRow(job.id, job.memory_id, job.status, job.attempts) for job in found]
 
 
 def liz_facts(*args: str, database_url: str, cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 
 from liz.errors import LizError
-from liz.learning_queue.cli import retry, show_queue
+from liz.learning_queue.cli import discard, give_up, retry, show_queue
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncSession
@@ -183,6 +183,9 @@ def reindex(
     typer.echo(f"re-embedded {count} facts")
 
 
-# The learning queue (liz.learning_queue): what is still to be learned, and retrying it.
+# The learning queue (liz.learning_queue): what is still to be learned, retrying it,
+# and giving up on what cannot be.
 facts_app.command("queue")(show_queue)
 facts_app.command("retry")(retry)
+facts_app.command("give-up")(give_up)
+facts_app.command("discard")(discard)

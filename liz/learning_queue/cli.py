@@ -1,9 +1,13 @@
-"""``liz facts queue`` and ``liz facts retry``: the messages still to learn from.
+"""``liz facts queue``, ``retry``, ``give-up`` and ``discard``: the messages still to
+learn from, and what to do with those the worker cannot get through.
 
 >>> liz facts queue              # the backlog and the failed jobs, oldest first
 >>> liz facts queue --failed     # only the jobs no retry could fix, with the reason
 >>> liz facts retry 12 15        # try these jobs again now
 >>> liz facts retry --all        # every failed job again, every waiting job now
+>>> liz facts give-up 12         # stop retrying a pending job: failed, listed, the
+...                              # user's later messages go on
+>>> liz facts discard 12         # forget a failed job: its message is never learned from
 
 They need the database only, not the LLM; a running liz process does the work.
 """
@@ -70,8 +74,43 @@ def retry(
     count = _with_session(change)
     if ids and count < len(ids):
         typer.echo(f"{len(ids) - count} of the jobs named are not in the queue (learned already?)")
-    jobs_due = "1 job" if count == 1 else f"{count} jobs"
-    typer.echo(f"{jobs_due} due now; a running liz process learns from them")
+    typer.echo(f"{_jobs(count)} due now; a running liz process learns from them")
+
+
+def give_up(
+    job_ids: Annotated[list[int], typer.Argument(help="Pending job ids (`liz facts queue`).")],
+) -> None:
+    """Stop retrying pending jobs: they are failed and listed, the users' later messages go on."""
+    from liz.learning_queue.failed_jobs import give_up_now
+
+    async def change(session: AsyncSession) -> int:
+        async with session.begin():
+            return await give_up_now(session, datetime.now(UTC), job_ids)
+
+    count = _with_session(change)
+    typer.echo(
+        f"{_jobs(count)} failed; the users' later messages are learned at their next try "
+        "(`liz facts retry --all`: now). `liz facts retry` queues the failed ones again, "
+        "`liz facts discard` forgets them"
+    )
+
+
+def discard(
+    job_ids: Annotated[list[int], typer.Argument(help="Failed job ids (`liz facts queue`).")],
+) -> None:
+    """Delete failed jobs: their messages stay in the conversation but are never learned from."""
+    from liz.learning_queue.failed_jobs import discard as discard_jobs
+
+    async def change(session: AsyncSession) -> int:
+        async with session.begin():
+            return await discard_jobs(session, job_ids)
+
+    count = _with_session(change)
+    typer.echo(f"{_jobs(count)} discarded; no facts will be learned from their messages")
+
+
+def _jobs(count: int) -> str:
+    return "1 job" if count == 1 else f"{count} jobs"
 
 
 def _line(job: LearningJobRecord) -> str:

@@ -1,10 +1,15 @@
 """What a failed try means for a learning job: try again later (and when), or give up.
 
 Outages (the LLM unreachable, overloaded or rate limited; the database down or full)
-are retried for as long as they last, waiting longer each time. Unusable answers
-may come out right on another try, so they get ``max_bad_answers`` tries. Anything
-else (facts embedded with another model, a message that is gone, a bug) no retry
-can fix: the job is failed with the reason, listed by ``liz facts queue``.
+are retried for as long as they last, waiting longer each time. So is an endpoint
+that refuses us rather than the message (the API key, the account's credit, the
+model's name: 401, 402, 404): every job would fail alike, so none is given up on,
+and learning resumes by itself once the setting is fixed. Unusable answers, and
+messages the endpoint refuses (another 4xx: too long, against its policy), may come
+out right on another try, so they get ``max_bad_answers`` tries. Anything else (facts
+embedded with another model, a message that is gone, a bug) no retry can fix. A job
+out of tries is failed with the reason, listed by ``liz facts queue --failed``, and
+the user's later jobs go on.
 
 Messages learned together fail together; only when the LLM or the database is
 unavailable does that say nothing about the messages themselves. Any other failure
@@ -24,28 +29,44 @@ from liz.learning_queue.settings import LearningSettings
 from liz.llm.errors import UNAVAILABLE, LLMOutputError
 from liz.retry import backoff, honour_retry_after
 
+# Statuses that refuse the request, not the message: the API key (401), the account's
+# credit (402), the model's name (404). Timeouts, conflicts and rate limits (408, 409,
+# 429) pass. Any other 4xx is the endpoint refusing this message.
+_ENDPOINT_REFUSES_US = frozenset({401, 402, 404})
+_TRY_AGAIN = frozenset({408, 409, 429})
+
+
+def is_refused_message(error: BaseException) -> bool:
+    """The endpoint answered that it will not take this request as it is (a 4xx that
+    is neither about our settings nor a passing condition): another message may pass."""
+    if not isinstance(error, LLMError) or isinstance(error, LLMOutputError):
+        return False
+    status = error.upstream_status or 0
+    return 400 <= status < 500 and status not in _ENDPOINT_REFUSES_US | _TRY_AGAIN
+
 
 def is_outage(error: BaseException) -> bool:
-    """The LLM or the database is down: retry without limit."""
-    if isinstance(error, LLMOutputError):
+    """The LLM or the database is down, or refuses every request: retry without limit."""
+    if isinstance(error, LLMOutputError) or is_refused_message(error):
         return False
     return isinstance(error, LLMError | StorageError | SQLAlchemyError | OSError)
 
 
 def affects_every_message(error: BaseException) -> bool:
     """The LLM or the database is unavailable (unreachable, overloaded, rate limited,
-    answering with a server error, down): messages learned together would fare no
-    better one by one."""
+    answering with a server error, refusing our key, down): messages learned together
+    would fare no better one by one."""
     if isinstance(error, LLMOutputError):
         return False
     if isinstance(error, LLMError):
-        return error.status == UNAVAILABLE or (error.upstream_status or 0) >= 500
+        status = error.upstream_status or 0
+        return error.status == UNAVAILABLE or status >= 500 or status in _ENDPOINT_REFUSES_US
     return isinstance(error, StorageError | SQLAlchemyError | OSError)
 
 
 def worth_retrying(error: BaseException, attempts: int, settings: LearningSettings) -> bool:
     """Whether a job that has failed ``attempts`` times, the last with ``error``, goes on."""
-    if isinstance(error, LLMOutputError):
+    if isinstance(error, LLMOutputError) or is_refused_message(error):
         return attempts < settings.max_bad_answers
     return is_outage(error)
 

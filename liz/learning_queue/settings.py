@@ -38,6 +38,8 @@ class LearningSettings(BaseSettings):
     # On shutdown, how long tries under way may take before they are cancelled (their
     # jobs stay queued for the next process).
     shutdown_seconds: float = Field(default=10.0, ge=0)
-    # Unusable LLM answers (not JSON, wrong shape) for one message before it is given
-    # up on and listed as failed (`liz facts queue --failed`).
+    # Tries of one message that get unusable LLM answers (not JSON, wrong shape) or
+    # that the endpoint refuses (a 4xx such as 400: too long, against its policy)
+    # before it is given up on and listed as failed (`liz facts queue --failed`); the
+    # user's later messages are learned meanwhile.
     max_bad_answers: int = Field(default=5, ge=1, le=100)

@@ -10,21 +10,26 @@ import aiohttp
 import openai
 
 from liz.errors import LLMError
+from liz.llm.public_errors import endpoint_error
 
 UPSTREAM_FAILED = 502  # the LLM endpoint answered, but with an error
 UNAVAILABLE = 503  # unreachable, timed out or rate limited: worth trying again later
+# What an HTTP client is told of an answer that was not what was asked for.
+UNUSABLE_ANSWER = "the model's answer could not be used; try again, or rephrase the message"
 
 
 class LLMOutputError(LLMError):
     """The model answered, but not with what was asked for (invalid or empty output).
 
-    ``output`` holds the last raw answer, so a caller can log what the model said.
+    ``output`` holds the last raw answer, so a caller can log what the model said. An
+    HTTP client is told only that the answer was unusable: ``message`` repeats the
+    model's words and names the schema's insides, which are for the operator.
     """
 
     status = UPSTREAM_FAILED
 
     def __init__(self, message: str, *, output: str | None = None) -> None:
-        super().__init__(message)
+        super().__init__(message, public=UNUSABLE_ANSWER)
         self.output = output
 
 
@@ -76,13 +81,13 @@ def translate_openai_error(exc: openai.OpenAIError, *, model: str) -> LLMError:
     if isinstance(exc, openai.APIStatusError):
         retry_after = parse_retry_after(exc.response.headers)
         detail = _upstream_message(exc)
+        public = endpoint_error(exc.status_code, model, retry_after)
         if isinstance(exc, openai.RateLimitError):
             return LLMError(
                 f"the LLM endpoint is rate limiting requests (model {model}): {detail}",
                 status=UNAVAILABLE,
                 retry_after=retry_after,
-                public=f"the LLM endpoint is rate limiting requests (model {model}); "
-                "try again later",
+                public=public,
                 upstream_status=exc.status_code,
             )
         hint = ""
@@ -94,7 +99,7 @@ def translate_openai_error(exc: openai.OpenAIError, *, model: str) -> LLMError:
             f"the LLM endpoint answered {exc.status_code} (model {model}): {detail}{hint}",
             status=UPSTREAM_FAILED,
             retry_after=retry_after,
-            public=f"the LLM endpoint answered {exc.status_code} (model {model})",
+            public=public,
             upstream_status=exc.status_code,
         )
     return LLMError(
