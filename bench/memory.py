@@ -10,7 +10,9 @@ HNSW index to 100k at 1536 dimensions, plus a minute to install mem0ai the first
 time; the quick run takes about 15 seconds.
 
 Both talk to the same scripted OpenAI-compatible server, in a process of its own over
-loopback, so embeddings cost both the same round trip; both get the same facts, shaped
+loopback, so embeddings cost both the same round trip (each through the openai SDK
+as it ships: liz's client made from settings, over the SDK's aiohttp transport;
+mem0's own, over the SDK's default one); both get the same facts, shaped
 as extraction writes them ("User's sister Mia lives in Oslo"), and the same queries,
 as people write them ("what should I cook for my sister tonight?"), all in one user's
 scope. mem0 (``pip install mem0ai`` into a throwaway venv this bench makes, telemetry
@@ -47,6 +49,7 @@ from pydantic_settings import BaseSettings
 from scripted_server import scripted_server
 from sqlalchemy import text
 
+from liz.config import Settings
 from liz.db.engine import create_engine, make_sessionmaker
 from liz.db.migrate import upgrade
 from liz.llm import LLMClient
@@ -220,6 +223,22 @@ def llm_client(base_url: str, cls: type[LLMClient] = LLMClient) -> LLMClient:
     )
 
 
+def measured_client(base_url: str) -> LLMClient:
+    """liz's client as a user's settings make it, over the SDK's aiohttp transport
+    (liz.llm.endpoint); mem0 makes its own, over the SDK's default transport."""
+    settings = Settings(  # type: ignore[call-arg]
+        _env_file=None,
+        openai_base_url=base_url,
+        liz_llm_max_retries=0,
+        liz_small_model="scripted-small",
+        liz_large_model="scripted-large",
+        liz_embedding_model="scripted-embedding",
+    )
+    client = LLMClient.from_settings(settings)
+    assert client is not None
+    return client
+
+
 def timed_seconds(samples: list[float]) -> str:
     p50, p95 = p50_p95_ms(samples)
     return f"{p50:.1f} / {p95:.1f}"
@@ -232,7 +251,7 @@ async def run_liz(
     sessions = make_sessionmaker(engine)
     seeding = llm_client(base_url, PrecomputedEmbeddings)
     assert isinstance(seeding, PrecomputedEmbeddings)
-    measured = llm_client(base_url)
+    measured = measured_client(base_url)
     found = {}
     try:
         filler = open_fact_store(sessions, seeding, engine)

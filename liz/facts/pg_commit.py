@@ -9,24 +9,22 @@ snapshot the plan reads, the writes (new facts and their history rows in one
 statement; an update per changed fact), ``COMMIT``. Through the session the same
 statements cost six round trips and about 1.9 ms of Python for SQLAlchemy's
 bookkeeping. Larger writes, and writes that run a caller's ``on_commit`` in their
-transaction, keep the session. Embeddings go in pgvector's binary form (see
-:func:`_send_vectors_binary`).
+transaction, keep the session. Embeddings go in pgvector's binary form
+(liz.facts.pg_vectors).
 """
 
 from __future__ import annotations
 
 import functools
-import struct
-import weakref
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from liz.db.driver import Driver, Statement, connect
 from liz.facts.domain import Change, FactEvent, Scope
 from liz.facts.index.protocol import ChangeLog
+from liz.facts.pg_vectors import send_vectors_binary
 from liz.facts.snapshot import Snapshot, Stored, scope_lock_key
 from liz.facts.tables import FactHistoryRecord, FactRecord
 
@@ -71,7 +69,7 @@ async def commit_on_postgres(
     # One simple query, one round trip; the key is a number computed here.
     begin = Statement.of(f"BEGIN; SELECT pg_advisory_xact_lock({scope_lock_key(scope)})")
     async with connect(engine) as db:
-        await _send_vectors_binary(db.connection)
+        await send_vectors_binary(db.connection)
         try:
             await db.execute(begin)
             snapshot = await _read_snapshot(db, scope, wanted_ids, wanted_hashes)
@@ -126,50 +124,6 @@ def _values(row: dict[str, Any], keys: Sequence[str]) -> list[Any]:
 
 def _placeholder(key: str) -> str:
     return "{}::vector" if key == "embedding" else "{}"
-
-
-# Connections (asyncpg's) that send and read `vector` in pgvector's binary form.
-_BINARY_VECTORS: weakref.WeakSet[Any] = weakref.WeakSet()
-# The schema pgvector's type is in, as `::vector` finds it on this connection.
-_VECTOR_SCHEMA = (
-    "SELECT n.nspname FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace "
-    "WHERE t.oid = 'vector'::regtype"
-)
-
-
-async def _send_vectors_binary(connection: Any) -> None:
-    """Have this pooled connection send a ``vector`` as pgvector's binary form, once.
-
-    A list of 1536 floats sent as a ``real[]`` (what the session path does, see
-    liz.facts.tables) cost about 0.4 ms of the driver's Python, one float at a time,
-    and as much again of the server's, one element at a time, then the cast; the
-    binary form is a four-byte header and the floats' bytes, made by numpy at once.
-    Reading a ``vector`` on this connection then gives pgvector's ``Vector``, which
-    pgvector's SQLAlchemy type reads as it reads the text form: the session's reads
-    of embeddings are unchanged.
-    """
-    if connection in _BINARY_VECTORS:
-        return
-    from pgvector import Vector  # here: installs without PostgreSQL support lack it
-
-    schema = await connection.fetchval(_VECTOR_SCHEMA)
-    await connection.set_type_codec(
-        "vector",
-        schema=schema,
-        encoder=_vector_bytes,
-        decoder=Vector.from_binary,
-        format="binary",
-    )
-    _BINARY_VECTORS.add(connection)
-
-
-def _vector_bytes(value: Any) -> bytes:
-    """pgvector's binary form: the dimension and a zero (two big-endian int16), then
-    the components as big-endian float32."""
-    if isinstance(value, str):  # the text form, '[1,2,3]', should anyone send it
-        value = [float(part) for part in value.strip("[] ").split(",") if part.strip()]
-    vector = np.asarray(value, dtype=">f4")
-    return struct.pack(">HH", vector.size, 0) + vector.tobytes()
 
 
 @functools.cache

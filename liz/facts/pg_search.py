@@ -35,6 +35,7 @@ from liz.facts.index.postgres import (
     ACTIVE_COUNT,
     BOUNDS,
     ONE_TERM,
+    QUERY_AS_VECTOR,
     TUNED_BEGIN,
     PostgresFactIndex,
     ef_search,
@@ -55,6 +56,7 @@ from liz.facts.index.protocol import (
     terms_statement,
 )
 from liz.facts.normalize import keyword_terms
+from liz.facts.pg_vectors import send_vectors_binary
 from liz.facts.queries import FACT_COLUMN_NAMES, fact_from_row
 from liz.facts.search import CANDIDATE_FACTOR, COMMON_WORD_FACTS, MIN_CANDIDATES, Ranks
 from liz.facts.vectors import Vector, rounded
@@ -91,6 +93,7 @@ async def search_on_postgres(
     terms = keyword_terms(query_text)
     try:
         async with connect(engine) as db:
+            await send_vectors_binary(db.connection)
             read = await _read(
                 db,
                 index,
@@ -163,7 +166,7 @@ async def _read(
         )
         return ranks, reads, parts
     finally:
-        if began:
+        if began and not db.connection.is_closed():  # a dropped one has nothing to end
             # Ended here, whatever stopped the search: the pool's reset rolls back only
             # what SQLAlchemy began, and the connection must not go back in a transaction.
             await db.execute(_ROLLBACK)
@@ -235,7 +238,7 @@ class _SearchReads:
         self._scope = scope
         self._dimension = dimension
         self._values: dict[str, Any] = {
-            "query": vector.tolist(),
+            "query": vector,  # in pgvector's binary form (liz.facts.pg_vectors)
             "agent": scope[0],
             "user": scope[1],
             "limit": wanted,
@@ -287,9 +290,10 @@ def _search_sql(dimension: int, graph: bool) -> str:
     when it is among the ``:kept`` most similar. Exact ties are cut in any order here
     (ordering them by text hash, as the fusion does, made the sort cost more than the
     columns it saves); a chosen fact the cut left without columns is read after."""
+    shape = {"columns": _FACT_ALIASES, "query": QUERY_AS_VECTOR}
     found = (
-        f"({vector_search(dimension, graph=graph, columns=_FACT_ALIASES)}) "
-        f"UNION ALL ({similarities_by_id(dimension, columns=_FACT_ALIASES)})"
+        f"({vector_search(dimension, graph=graph, **shape)}) "
+        f"UNION ALL ({similarities_by_id(dimension, **shape)})"
     )
     nearness = "row_number() OVER (ORDER BY part IS NULL, similarity DESC)"
     return (

@@ -104,11 +104,16 @@ ONE_TERM = (
 )
 _ACTIVE = f'WHERE {_SCOPE} AND "retiredAt" IS NULL AND "embeddingDim" = {{dim}} '
 # The query vector is bound as a list of floats, which the driver sends as a binary
-# real[] (writing 1536 floats as text took 1.3 ms of Python), and cast here, once: in
-# a scalar subquery. Written inline, the cast ran for every row compared as soon as the
-# server switched the prepared statement to its generic plan (after five runs): 8.9 ms
-# instead of 1.4 for an exact search of 1,000 facts of 1536 dimensions.
-_QUERY = "(SELECT CAST(CAST(:query AS real[]) AS vector{size}))"
+# real[] (writing 1536 floats as text took 1.3 ms of Python): QUERY_AS_REAL_ARRAY. Or,
+# on a connection liz.facts.pg_vectors set up, as pgvector's own binary form, half the
+# bytes and made by numpy at once (liz.facts.pg_search): QUERY_AS_VECTOR. Either is
+# cast here, once: in a scalar subquery. Written inline, the cast ran for every row
+# compared as soon as the server switched the prepared statement to its generic plan
+# (after five runs): 8.9 ms instead of 1.4 for an exact search of 1,000 facts of 1536
+# dimensions.
+QUERY_AS_REAL_ARRAY = "CAST(:query AS real[])"
+QUERY_AS_VECTOR = ":query"
+_QUERY = "(SELECT CAST({{query}} AS vector{size}))"
 # Every statement below selects (id, similarity, hash, part) and then ``{columns}``
 # (empty, or ", " and more columns of "Fact"); the part says where a row comes from:
 # false the graph or the exact scan, true the facts not yet in the graph, NULL by id.
@@ -143,16 +148,21 @@ _BY_ID = (
 
 
 @functools.lru_cache(maxsize=64)
-def vector_search(dimension: int, *, graph: bool, columns: str = "") -> str:
-    """The scope's ``:limit`` facts nearest ``:query`` through the graph (and the
-    pending facts), or by comparing every one; each row followed by ``columns``."""
-    return (_HNSW if graph else _EXACT).format(dim=dimension, columns=columns)
+def vector_search(
+    dimension: int, *, graph: bool, columns: str = "", query: str = QUERY_AS_REAL_ARRAY
+) -> str:
+    """The scope's ``:limit`` facts nearest ``:query`` (bound as ``query`` says) through
+    the graph (and the pending facts), or by comparing every one; each row followed by
+    ``columns``."""
+    return (_HNSW if graph else _EXACT).format(dim=dimension, columns=columns, query=query)
 
 
 @functools.lru_cache(maxsize=64)
-def similarities_by_id(dimension: int, *, columns: str = "") -> str:
+def similarities_by_id(
+    dimension: int, *, columns: str = "", query: str = QUERY_AS_REAL_ARRAY
+) -> str:
     """The similarity to ``:query`` of the facts whose ids are ``:ids``, with ``columns``."""
-    return _BY_ID.format(dim=dimension, columns=columns)
+    return _BY_ID.format(dim=dimension, columns=columns, query=query)
 
 
 def ef_search(wanted: int) -> int:
