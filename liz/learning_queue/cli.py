@@ -14,19 +14,17 @@ They need the database only, not the LLM; a running liz process does the work.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Annotated, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+from liz.operator_cli import fail, with_session
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncSession
 
     from liz.learning_queue.tables import LearningJobRecord
-
-T = TypeVar("T")
 
 
 def show_queue(
@@ -44,7 +42,7 @@ def show_queue(
             session, status=FAILED if failed else None, limit=limit
         )
 
-    found, listed = _with_session(read)
+    found, listed = with_session(read, reading="the learning queue")
     age = found.oldest_age_seconds(datetime.now(UTC))
     oldest = f" (oldest {age:.0f} s old)" if age is not None else ""
     typer.echo(f"learning queue: {found.pending} pending{oldest}, {found.failed} failed")
@@ -64,14 +62,14 @@ def retry(
     from liz.learning_queue import jobs
 
     if not job_ids and not everything:
-        _fail("name the jobs to retry (ids from `liz facts queue`) or pass --all")
+        fail("name the jobs to retry (ids from `liz facts queue`) or pass --all")
     ids = [] if everything else list(job_ids or [])
 
     async def change(session: AsyncSession) -> int:
         async with session.begin():
             return await jobs.retry_now(session, datetime.now(UTC), ids)
 
-    count = _with_session(change)
+    count = with_session(change, reading="the learning queue")
     if ids and count < len(ids):
         typer.echo(f"{len(ids) - count} of the jobs named are not in the queue (learned already?)")
     typer.echo(f"{_jobs(count)} due now; a running liz process learns from them")
@@ -87,7 +85,7 @@ def give_up(
         async with session.begin():
             return await give_up_now(session, datetime.now(UTC), job_ids)
 
-    count = _with_session(change)
+    count = with_session(change, reading="the learning queue")
     typer.echo(
         f"{_jobs(count)} failed; the users' later messages are learned at their next try "
         "(`liz facts retry --all`: now). `liz facts retry` queues the failed ones again, "
@@ -105,7 +103,7 @@ def discard(
         async with session.begin():
             return await discard_jobs(session, job_ids)
 
-    count = _with_session(change)
+    count = with_session(change, reading="the learning queue")
     typer.echo(f"{_jobs(count)} discarded; no facts will be learned from their messages")
 
 
@@ -120,37 +118,3 @@ def _line(job: LearningJobRecord) -> str:
         f"#{job.id:<6} {job.status:<7} agent {job.agent_id}, user {job.user_id}, "
         f"message {job.memory_id}, {job.attempts} failed tries{due}{error}"
     )
-
-
-def _with_session(work: Callable[[AsyncSession], Awaitable[T]]) -> T:
-    """Run ``work`` on a session of the configured database; errors end the command."""
-    from sqlalchemy.exc import SQLAlchemyError
-
-    from liz.config import Settings
-    from liz.db.engine import create_engine, make_sessionmaker
-    from liz.errors import LizError
-
-    async def main() -> T:
-        settings = Settings()
-        engine = create_engine(settings.database_url, settings, pooled=False)
-        try:
-            async with make_sessionmaker(engine)() as session:
-                return await work(session)
-        finally:
-            await engine.dispose()
-
-    try:
-        return asyncio.run(main())
-    except LizError as exc:
-        _fail(exc.message)
-    except (SQLAlchemyError, OSError) as exc:
-        detail = getattr(exc, "orig", None) or exc
-        _fail(
-            f"cannot read the learning queue ({type(detail).__name__}: {detail}); check "
-            "DATABASE_URL and run `liz db upgrade`"
-        )
-
-
-def _fail(message: str) -> NoReturn:
-    typer.secho(f"error: {message}", err=True, fg=typer.colors.RED)
-    raise typer.Exit(2)

@@ -9,19 +9,18 @@ for the times it shows; not X, not the LLM, and not the bot running.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Annotated, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+from liz.operator_cli import fail, with_session
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncSession
 
     from liz.twitter.outbox_view import HeldThread
 
-T = TypeVar("T")
 
 TEXT_WIDTH = 40
 HEADER = ("ACCOUNT", "THREAD", "TWEET", "UNANSWERED CALL", "HELD BECAUSE", "NEXT", "TEXT")
@@ -48,13 +47,13 @@ def show_outbox(
     if abandon is not None:
         thread_key = abandon.strip()
         if not thread_key:
-            _fail("name the thread to give up with --abandon THREAD (from `liz twitter outbox`)")
+            fail("name the thread to give up with --abandon THREAD (from `liz twitter outbox`)")
 
         async def give_up(session: AsyncSession) -> tuple[int, int]:
             async with session.begin():
                 return await abandon_thread(session, thread_key, now=now)
 
-        not_posted, not_looked_for = _with_session(give_up)
+        not_posted, not_looked_for = with_session(give_up, reading="the Twitter outbox")
         if not_posted == not_looked_for == 0:
             typer.echo(f"nothing to give up in {thread_key}: its tweets are on X or dropped")
             return
@@ -70,12 +69,12 @@ def show_outbox(
     try:
         wait = load_settings(TwitterSettings).unconfirmed_post_wait_minutes
     except LizError as exc:  # the bad setting, named
-        _fail(exc.message)
+        fail(exc.message)
 
     async def read(session: AsyncSession) -> list[HeldThread]:
         return await held_threads(session, now=now, wait_minutes=wait)
 
-    held = _with_session(read)
+    held = with_session(read, reading="the Twitter outbox")
     if not held:
         typer.echo("the outbox holds nothing unconfirmed: every tweet planned is on X")
         return
@@ -111,38 +110,3 @@ def _table(rows: list[tuple[str, ...]]) -> str:
         for row in rows
     ]
     return "\n".join(line.rstrip() for line in lines)
-
-
-def _with_session(work: Callable[[AsyncSession], Awaitable[T]]) -> T:
-    """Run ``work`` on a session of the configured database; errors end the command."""
-    from sqlalchemy.exc import SQLAlchemyError
-
-    from liz.config import Settings
-    from liz.db.engine import create_engine, make_sessionmaker
-    from liz.errors import LizError
-    from liz.settings_errors import load_settings
-
-    async def main() -> T:
-        settings = load_settings(Settings)
-        engine = create_engine(settings.database_url, settings, pooled=False)
-        try:
-            async with make_sessionmaker(engine)() as session:
-                return await work(session)
-        finally:
-            await engine.dispose()
-
-    try:
-        return asyncio.run(main())
-    except LizError as exc:
-        _fail(exc.message)
-    except (SQLAlchemyError, OSError) as exc:
-        detail = getattr(exc, "orig", None) or exc
-        _fail(
-            f"cannot read the Twitter outbox ({type(detail).__name__}: {detail}); check "
-            "DATABASE_URL and run `liz db upgrade`"
-        )
-
-
-def _fail(message: str) -> NoReturn:
-    typer.secho(f"error: {message}", err=True, fg=typer.colors.RED)
-    raise typer.Exit(2)
