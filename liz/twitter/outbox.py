@@ -40,7 +40,7 @@ import logging
 import uuid
 from datetime import datetime
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import ColumnElement, delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from liz.errors import LizError
@@ -292,19 +292,20 @@ async def _refused(
     return _Refused.FOR_GOOD
 
 
+def this_row(row: OutboxTweetRecord) -> tuple[ColumnElement[bool], ...]:
+    """The where-clause that picks ``row`` (its primary key) in an update."""
+    return (
+        OutboxTweetRecord.account_id == row.account_id,
+        OutboxTweetRecord.thread_key == row.thread_key,
+        OutboxTweetRecord.position == row.position,
+    )
+
+
 async def _set(
     ctx: BotContext, row: OutboxTweetRecord, *, tweet: Tweet | None = None, **values: object
 ) -> None:
     async with ctx.sessions() as session, session.begin():
-        await session.execute(
-            update(OutboxTweetRecord)
-            .where(
-                OutboxTweetRecord.account_id == row.account_id,
-                OutboxTweetRecord.thread_key == row.thread_key,
-                OutboxTweetRecord.position == row.position,
-            )
-            .values(**values)
-        )
+        await session.execute(update(OutboxTweetRecord).where(*this_row(row)).values(**values))
         if tweet is not None:
             await save_tweets(session, [tweet])
     for name, value in values.items():

@@ -28,7 +28,7 @@ from liz.twitter.context import BotContext
 from liz.twitter.errors import TwitterAuthError, TwitterError
 from liz.twitter.lost_posts import find_lost_post
 from liz.twitter.models import OutboxTweetRecord
-from liz.twitter.outbox import PLANNED, POST_PREFIX, POSTED
+from liz.twitter.outbox import PLANNED, POST_PREFIX, POSTED, this_row
 from liz.twitter.store import save_tweets
 from liz.twitter.transport import Tweet
 
@@ -128,12 +128,7 @@ async def record_found(ctx: BotContext, row: OutboxTweetRecord, tweet: Tweet) ->
     async with ctx.sessions() as session, session.begin():
         await session.execute(
             update(OutboxTweetRecord)
-            .where(
-                OutboxTweetRecord.account_id == row.account_id,
-                OutboxTweetRecord.thread_key == row.thread_key,
-                OutboxTweetRecord.position == row.position,
-                OutboxTweetRecord.tweet_id.is_(None),
-            )
+            .where(*this_row(row), OutboxTweetRecord.tweet_id.is_(None))
             .values(tweet_id=str(tweet.id))
         )
         await save_tweets(session, [tweet])
