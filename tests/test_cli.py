@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -146,3 +148,16 @@ def test_serve_without_an_llm_starts_warns_once_and_answers_503(tmp_path: Path) 
     assert response.status_code == 503 and "OPENAI_BASE_URL" in response.json()["error"]
     log = (tmp_path / f"serve-{port}.log").read_text()
     assert log.count("no LLM configured") == 1
+
+
+def test_the_command_loads_no_library_it_does_not_need_to_start() -> None:
+    """`liz --help` and every command's start: heavy libraries wait for the command
+    that uses them (loading twitter-text and the settings tripled `liz --help`)."""
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys, liz.cli; print(' '.join(sorted(sys.modules)))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    heavy = {"twitter_text", "pydantic_settings", "sqlalchemy", "openai", "starlette"}
+    assert heavy.isdisjoint(loaded), sorted(heavy.intersection(loaded))
