@@ -28,7 +28,7 @@ from liz.facts.vectors import embed
 from liz.llm import LLMClient
 from tests.fixtures.db import _asyncpg_dsn, _fresh_postgres
 from tests.fixtures.facts import AGENT, USER
-from tests.test_facts_pgvector_search import ALWAYS_EXACT, candidates, fill, texts
+from tests.test_facts_pgvector_search import ALWAYS_EXACT, QUERIES, candidates, fill, texts
 
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres]
 
@@ -113,6 +113,34 @@ async def test_a_fact_just_stored_is_found_before_it_enters_the_graph_and_after(
     found = await candidates(engine, through_graph, llm, BEES)
     assert found[0][0] == new
     assert found == await candidates(engine, exact, llm, BEES)
+
+
+async def test_a_user_with_few_facts_some_waiting_for_the_graph_gets_their_best_ones(
+    engine: AsyncEngine, llm: LLMClient, store: FactStore, indexing_held: asyncpg.Connection
+) -> None:
+    # As test_facts_pgvector_search's test of a user among many others, with 10 of the
+    # user's 30 facts waiting for the graph: the walk gives up at once, and the scope
+    # must still be compared in full.
+    await fill(engine, llm, "someone-else", 6000, seed=2)
+    await fill(engine, llm, USER, 20, seed=3)
+    await indexing_held.execute(f"SELECT pg_advisory_unlock({INDEXING_LOCK})")
+    while await index_pending(engine):
+        pass
+    await indexing_held.execute(f"SELECT pg_advisory_lock({INDEXING_LOCK})")
+    for fact_text in texts(10, seed=4):
+        await add_one(store, fact_text)
+    assert len(await pending_texts(engine)) == 10
+    async with engine.connect() as connection:
+        await connection.execute(text('ANALYZE "Fact"'))
+    dimension = len((await embed(llm, ["x"]))[0])
+    through_graph = PostgresFactIndex(engine, exact_components=dimension * 5)
+    exact = PostgresFactIndex(engine, exact_components=ALWAYS_EXACT)
+    for query in QUERIES:
+        found = await candidates(
+            engine, through_graph, llm, query, settings="SET LOCAL hnsw.max_scan_tuples = 1"
+        )
+        assert found == await candidates(engine, exact, llm, query)
+        assert found, query
 
 
 async def test_an_updated_fact_is_found_by_its_new_text_before_and_after_indexing(

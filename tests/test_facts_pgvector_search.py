@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from liz.db.engine import make_sessionmaker
 from liz.facts.domain import EmbeddingMismatchError
-from liz.facts.index.postgres import PostgresFactIndex
+from liz.facts.index.postgres import PostgresFactIndex, nearest
 from liz.facts.index.protocol import Candidate
 from liz.facts.store import FactStore
 from liz.facts.vectors import embed
@@ -109,6 +109,18 @@ async def test_a_user_with_few_facts_among_many_others_gets_their_best_ones(
         )
         assert found == await candidates(engine, exact, llm, query)
         assert found, query
+
+
+async def test_the_graph_and_the_facts_waiting_for_it_cut_ties_as_one_exact_list() -> None:
+    # A fact at 0.9 and twenty tied at 0.5; the search asks for 10 of them, reading 18.
+    # One exact list holds 0.9 and 17 of the tie, which may go on past it: the tie is
+    # left out. So must it be when the graph holds 0.9 and 9 of the tie and the facts
+    # waiting for it (pending) 11 more, or a search would change when indexing ran.
+    tied = [(f"tied-{number:02}", 0.5, f"hash-{number:02}") for number in range(20)]
+    best = ("best", 0.9, "hash-best")
+    one_list = nearest([[best, *tied[:17]]], 18, limit=10, threshold=0.0)
+    graph_and_pending = nearest([[best, *tied[:9]], tied[9:]], 18, limit=10, threshold=0.0)
+    assert one_list == graph_and_pending == [best]
 
 
 async def test_a_model_whose_dimension_changes_between_searches_is_refused(

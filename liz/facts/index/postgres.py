@@ -226,14 +226,18 @@ class PostgresFactIndex:
         """The values of a plan (:data:`ACTIVE_COUNT` and the tuning): the scope's active
         facts are counted up to one past the exact size for ``dimension`` or ``wanted``,
         whichever is more."""
-        exact_up_to = self._exact_components // dimension
         return {
             "agent": scope[0],
             "user": scope[1],
-            "exact": exact_up_to,
-            "counted": max(exact_up_to, wanted) + 1,
+            "exact": self._exact_components // dimension,
+            "counted": self._counted_up_to(dimension, wanted),
             "ef": str(ef_search(wanted)),
         }
+
+    def _counted_up_to(self, dimension: int, wanted: int) -> int:
+        """How far a plan counts the scope's active facts: a count this high may be
+        short of the scope's size."""
+        return max(self._exact_components // dimension, wanted) + 1
 
     def uses_graph(self, active: int, dimension: int) -> bool:
         """Whether a scope of ``active`` facts is searched through the HNSW graph first."""
@@ -245,15 +249,18 @@ class PostgresFactIndex:
         """``search``'s candidates from the graph (or the exact scan) and from the facts
         not yet in the graph: through the graph for a large scope, and by comparing every
         fact when the scope is small or the graph's walk found too few of its facts."""
-        graph: list[Candidate] = []
-        pending: list[Candidate] = []
-        if self.uses_graph(active, dimension):
-            graph, pending = await search(True)
-            if pending:
-                self.indexing.wake()  # left by a step that failed, or by another process
-        if len(graph) < min(wanted, active - len(pending)):
-            # A small scope, or HNSW gave up before finding enough of the scope's facts
-            # (a scope that is a small part of a large table): every fact is compared.
+        if not self.uses_graph(active, dimension):
+            return await search(False)
+        graph, pending = await search(True)
+        if pending:
+            self.indexing.wake()  # left by a step that failed, or by another process
+        # Fewer than wanted from the graph is every fact in it only if the count says so;
+        # a count that reached its limit says only "at least" (a scope of 30 facts, 10 of
+        # them pending, counted up to 19, looked whole with 10 from a graph that gave up).
+        counted_all = active < self._counted_up_to(dimension, wanted)
+        if len(graph) < wanted and not (counted_all and len(graph) >= active - len(pending)):
+            # HNSW gave up before finding enough of the scope's facts (a scope that is a
+            # small part of a large table): every fact is compared.
             graph, pending = await search(False)
         return graph, pending
 
@@ -372,15 +379,20 @@ def nearest(
 
 
 def _merged(parts: Sequence[Sequence[Candidate]], wanted: int) -> tuple[list[Candidate], bool]:
-    """Candidates from lists each cut at ``wanted``, and whether none was cut.
+    """The ``wanted`` best candidates of lists each cut at ``wanted``, as one list cut at
+    ``wanted`` gives them; and whether it was not cut (every fact was seen).
 
     Past the last candidate of a list that was cut, facts of that list went unseen;
     so below the highest such cut no order is known, and those candidates are left
-    out. What remains is the ``wanted`` best or more, the same as one list would give.
+    out. What remains is the ``wanted`` best or more, and only the ``wanted`` best are
+    kept: with more, the graph and its pending facts would see past a group of ties
+    that one exact list cuts through (and deterministic_top leaves out), and the two
+    ways of searching would give different facts.
     """
     cuts = [min(candidate[1] for candidate in part) for part in parts if len(part) >= wanted]
     found = [candidate for part in parts for candidate in part]
-    if not cuts:
-        return found, True
-    floor = max(cuts)
-    return [candidate for candidate in found if candidate[1] >= floor], False
+    if cuts:
+        floor = max(cuts)
+        found = [candidate for candidate in found if candidate[1] >= floor]
+    found.sort(key=lambda candidate: (-candidate[1], candidate[2]))
+    return found[:wanted], len(found) < wanted
