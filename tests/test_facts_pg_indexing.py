@@ -28,7 +28,13 @@ from liz.facts.vectors import embed
 from liz.llm import LLMClient
 from tests.fixtures.db import _asyncpg_dsn, _fresh_postgres
 from tests.fixtures.facts import AGENT, USER
-from tests.test_facts_pgvector_search import ALWAYS_EXACT, QUERIES, candidates, fill, texts
+from tests.test_facts_pgvector_search import (
+    ALWAYS_EXACT,
+    assert_a_walk_that_gives_up_finds_what_comparing_all_finds,
+    candidates,
+    fill,
+    texts,
+)
 
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres]
 
@@ -130,17 +136,7 @@ async def test_a_user_with_few_facts_some_waiting_for_the_graph_gets_their_best_
     for fact_text in texts(10, seed=4):
         await add_one(store, fact_text)
     assert len(await pending_texts(engine)) == 10
-    async with engine.connect() as connection:
-        await connection.execute(text('ANALYZE "Fact"'))
-    dimension = len((await embed(llm, ["x"]))[0])
-    through_graph = PostgresFactIndex(engine, exact_components=dimension * 5)
-    exact = PostgresFactIndex(engine, exact_components=ALWAYS_EXACT)
-    for query in QUERIES:
-        found = await candidates(
-            engine, through_graph, llm, query, settings="SET LOCAL hnsw.max_scan_tuples = 1"
-        )
-        assert found == await candidates(engine, exact, llm, query)
-        assert found, query
+    await assert_a_walk_that_gives_up_finds_what_comparing_all_finds(engine, llm)
 
 
 async def test_an_updated_fact_is_found_by_its_new_text_before_and_after_indexing(

@@ -98,6 +98,14 @@ async def test_a_user_with_few_facts_among_many_others_gets_their_best_ones(
     # at once (max_scan_tuples, made tiny too). The search then compares all of theirs.
     await fill(engine, llm, "someone-else", 6000, seed=2)
     await fill(engine, llm, USER, 30, seed=3)
+    await assert_a_walk_that_gives_up_finds_what_comparing_all_finds(engine, llm)
+
+
+async def assert_a_walk_that_gives_up_finds_what_comparing_all_finds(
+    engine: AsyncEngine, llm: LLMClient
+) -> None:
+    """USER's scope, past a tiny exact size, searched through a graph whose walk gives
+    up at once (max_scan_tuples, made tiny too), finds what comparing all of it finds."""
     async with engine.connect() as connection:
         await connection.execute(text('ANALYZE "Fact"'))
     dimension = len((await embed(llm, ["x"]))[0])
