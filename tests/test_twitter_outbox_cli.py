@@ -121,6 +121,58 @@ async def test_abandoning_a_reply_never_posts_it_and_marks_the_mention_failed(
 
 
 @pytest.mark.anyio
+async def test_a_reply_two_accounts_hold_is_given_up_only_for_the_account_named(
+    world: World,
+) -> None:
+    x = world.x
+    mention = x.tweet_as("bob", "@ada_bot are you there?")
+    x.fail_next(TwitterOutcomeUnknown("connection dropped while sending"), operations=("post",))
+    await world.start(world.bot(unconfirmed_post_wait_minutes=10))
+    [ours] = await world.rows(OutboxTweetRecord)
+    # Another bot, on another X account and the same database, answered the same
+    # mention, and its reply is held too: the same thread key.
+    other = "4242"
+    async with world.sessions() as session, session.begin():
+        session.add_all([
+            OutboxTweetRecord(account_id=other, thread_key=ours.thread_key, position=0,
+                              text="Hello from the other bot.", reply_to=ours.reply_to,
+                              state="planned"),
+            HandledTweetRecord(account_id=other, tweet_id=str(mention.id), stream="mentions",
+                               decision="replying"),
+        ])  # fmt: skip
+
+    refused = await liz_twitter_outbox(world, "--abandon", ours.thread_key)
+    assert refused.exit_code == 2
+    assert f"thread '{ours.thread_key}' is in the outbox of 2 accounts" in refused.output
+    assert "say whose with --account" in refused.output
+    wrong = await liz_twitter_outbox(world, "--abandon", ours.thread_key, "--account", "@nobody")
+    assert wrong.exit_code == 2
+    assert "account '@nobody' has no thread" in wrong.output
+    assert {row.state for row in await world.rows(OutboxTweetRecord)} == {"planned"}
+
+    result = await liz_twitter_outbox(world, "--abandon", ours.thread_key, "--account", other)
+    assert result.exit_code == 0, result.output
+    assert result.output == f"gave up {ours.thread_key}: 1 tweet will not be posted\n"
+    rows = await world.rows(OutboxTweetRecord)
+    assert {(row.account_id, row.state) for row in rows} == {
+        (ours.account_id, "planned"),
+        (other, "dropped"),
+    }
+    handled = await world.rows(HandledTweetRecord)
+    assert {row.account_id: row.decision for row in handled} == {
+        ours.account_id: "replying",
+        other: "failed",
+    }
+    listed = await liz_twitter_outbox(world, "--account", ours.account_id)
+    assert listed.exit_code == 0, listed.output
+    assert ours.thread_key in listed.output
+    none = await liz_twitter_outbox(world, "--account", other)
+    assert none.output == (
+        f"the outbox holds nothing unconfirmed of {other}: every tweet planned is on X\n"
+    )
+
+
+@pytest.mark.anyio
 async def test_abandoning_an_unknown_thread_is_refused_and_changes_nothing(
     world: World,
 ) -> None:

@@ -36,6 +36,15 @@ def show_outbox(
             "never posted. Look on X first.",
         ),
     ] = None,
+    account: Annotated[
+        str | None,
+        typer.Option(
+            "--account",
+            metavar="ACCOUNT",
+            help="Only this account's threads (@name or X user id, as listed): to list, or "
+            "to give up one whose THREAD another account has too (a reply to the same mention).",
+        ),
+    ] = None,
 ) -> None:
     """List the posts and replies not confirmed on X (why, and what the bot does next)."""
     from liz.errors import LizError
@@ -51,7 +60,7 @@ def show_outbox(
 
         async def give_up(session: AsyncSession) -> tuple[int, int]:
             async with session.begin():
-                return await abandon_thread(session, thread_key, now=now)
+                return await abandon_thread(session, thread_key, account=account, now=now)
 
         not_posted, not_looked_for = with_session(give_up, reading="the Twitter outbox")
         if not_posted == not_looked_for == 0:
@@ -72,11 +81,12 @@ def show_outbox(
         fail(exc.message)
 
     async def read(session: AsyncSession) -> list[HeldThread]:
-        return await held_threads(session, now=now, wait_minutes=wait)
+        return await held_threads(session, now=now, wait_minutes=wait, account=account)
 
     held = with_session(read, reading="the Twitter outbox")
     if not held:
-        typer.echo("the outbox holds nothing unconfirmed: every tweet planned is on X")
+        whose = "" if account is None else f" of {account.strip()}"
+        typer.echo(f"the outbox holds nothing unconfirmed{whose}: every tweet planned is on X")
         return
     threads = "1 thread" if len(held) == 1 else f"{len(held)} threads"
     typer.echo(f"{threads} not confirmed on X (times in UTC):")

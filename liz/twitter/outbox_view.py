@@ -41,9 +41,10 @@ class HeldThread:
 
 
 async def held_threads(
-    session: AsyncSession, *, now: datetime, wait_minutes: float
+    session: AsyncSession, *, now: datetime, wait_minutes: float, account: str | None = None
 ) -> list[HeldThread]:
-    """Every thread in the outbox with a tweet not confirmed on X, oldest plan first.
+    """Every thread in the outbox with a tweet not confirmed on X, oldest plan first;
+    only ``account``'s ("@name" or X user id) when it is given.
 
     ``wait_minutes`` is ``TWITTER_UNCONFIRMED_POST_WAIT_MINUTES``: the times the bot
     acts on are counted from it, as the bot counts them.
@@ -64,33 +65,35 @@ async def held_threads(
     names = await _account_names(session)
     wait = timedelta(minutes=wait_minutes)
     found: list[tuple[datetime, HeldThread]] = []
-    for (account, _key), grouped in groupby(rows, key=lambda r: (r.account_id, r.thread_key)):
+    for (account_id, _key), grouped in groupby(rows, key=lambda r: (r.account_id, r.thread_key)):
+        if account is not None and not _is_named(account_id, account, names):
+            continue
         thread = list(grouped)
-        held = _first_held(thread, names.get(account, account), now, wait)
+        held = _first_held(thread, names.get(account_id, account_id), now, wait)
         if held is not None:
             found.append((thread[0].created_at, held))
     return [held for _, held in sorted(found, key=lambda pair: (pair[0], pair[1].thread_key))]
 
 
 async def abandon_thread(
-    session: AsyncSession, thread_key: str, *, now: datetime
+    session: AsyncSession, thread_key: str, *, account: str | None = None, now: datetime
 ) -> tuple[int, int]:
     """Give up on a thread: how many of its tweets will not be posted, and how many taken
     as posted (X refused a second call) are no longer looked for. Both are dropped.
 
     For a tweet whose outcome the bot did not know, the operator has looked on X
     (it is there, or it will not be posted). A mention whose reply is given up is
-    marked "failed", so it is not answered again. The caller commits.
+    marked "failed", so it is not answered again. Two accounts that answered the same
+    mention each have a thread of that key: ``account`` ("@name" or X user id, as the
+    list shows it) says whose; without it such a key is refused. The caller commits.
     """
     record = OutboxTweetRecord
-    exists = await session.scalar(select(record.position).where(record.thread_key == thread_key))
-    if exists is None:
-        raise UsageError(f"no thread {thread_key!r} in the outbox; `liz twitter outbox` lists them")
+    account_id = await _account_of(session, thread_key, account)
     counts: list[int] = []
     for held in (record.state == PLANNED, (record.state == POSTED) & record.tweet_id.is_(None)):
         result = await session.execute(
             update(record)
-            .where(record.thread_key == thread_key, held)
+            .where(record.account_id == account_id, record.thread_key == thread_key, held)
             .values(state=DROPPED)
             .execution_options(synchronize_session=False)
         )
@@ -101,12 +104,49 @@ async def abandon_thread(
         await session.execute(
             update(HandledTweetRecord)
             .where(
+                HandledTweetRecord.account_id == account_id,
                 HandledTweetRecord.tweet_id == str(replied_tweet_id(thread_key)),
                 HandledTweetRecord.decision == "replying",
             )
             .values(decision="failed", handled_at=now)
         )
     return not_posted, not_looked_for
+
+
+async def _account_of(session: AsyncSession, thread_key: str, account: str | None) -> str:
+    """The X user id of the account whose thread ``thread_key`` is given up."""
+    found = await session.scalars(
+        select(OutboxTweetRecord.account_id)
+        .where(OutboxTweetRecord.thread_key == thread_key)
+        .distinct()
+        .order_by(OutboxTweetRecord.account_id)
+    )
+    holders = list(found)
+    if not holders:
+        raise UsageError(f"no thread {thread_key!r} in the outbox; `liz twitter outbox` lists them")
+    names = await _account_names(session)
+    shown = ", ".join(names.get(holder, holder) for holder in holders)
+    if account is not None:
+        for holder in holders:
+            if _is_named(holder, account, names):
+                return holder
+        raise UsageError(
+            f"account {account.strip()!r} has no thread {thread_key!r} in the outbox "
+            f"(it is {shown}'s); `liz twitter outbox` lists them"
+        )
+    if len(holders) > 1:
+        raise UsageError(
+            f"thread {thread_key!r} is in the outbox of {len(holders)} accounts ({shown}); "
+            "say whose with --account"
+        )
+    return holders[0]
+
+
+def _is_named(account_id: str, account: str, names: dict[str, str]) -> bool:
+    """Whether ``account`` (as an operator types it: X user id, "@name" or "name") is the
+    account ``account_id``."""
+    named = account.strip()
+    return named == account_id or names.get(account_id) in (named, f"@{named}")
 
 
 def _first_held(
