@@ -31,10 +31,12 @@ async def give_up_now(
     session: AsyncSession, now: datetime, ids: Sequence[int], *, reason: str = GIVEN_UP_REASON
 ) -> int:
     """Mark the pending jobs ``ids`` failed with ``reason`` (kept after the last error
-    they met); the users' later jobs go on. Returns how many.
+    they met); the users' later jobs go on, due now. Returns how many.
 
     A worker trying one of them meanwhile finds it no longer pending and rolls its
-    facts back, so a job given up on is never half learned.
+    facts back, so a job given up on is never half learned. Later jobs tried together
+    with a given-up one shared its backoff (a server error reads as an outage of every
+    message); with their cause gone they do not wait it out.
     """
     found = await _check(session, ids, PENDING, "is already failed; retry or discard it")
     changed = 0
@@ -53,6 +55,18 @@ async def give_up_now(
             )
         )
         changed += _rowcount(result)
+        await session.execute(
+            update(Job)
+            .where(
+                Job.agent_id == job.agent_id,
+                Job.user_id == job.user_id,
+                Job.status == PENDING,
+                Job.id > job.id,
+            )
+            # Due since it was queued, as `liz facts retry` makes a job: for every
+            # worker, whatever its clock says.
+            .values(next_attempt_at=Job.created_at, updated_at=now)
+        )
     return changed
 
 
