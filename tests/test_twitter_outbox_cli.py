@@ -18,6 +18,7 @@ from liz.cli import app
 from liz.twitter.errors import TwitterOutcomeUnknown
 from liz.twitter.models import HandledTweetRecord, OutboxTweetRecord
 from liz.twitter.outbox_view import held_threads
+from liz.twitter.transport import Tweet
 
 # The fixture, shared with the single-bot tests (a re-export, so pytest finds it here).
 from tests.test_twitter_bot import World
@@ -38,6 +39,16 @@ async def liz_twitter_outbox(world: World, *args: str) -> Result:
     return await anyio.to_thread.run_sync(
         lambda: runner.invoke(app, ["twitter", "outbox", *args], env=env)
     )
+
+
+async def a_held_reply(world: World) -> Tweet:
+    """A mention whose reply's post call got no answer: the reply is held in the outbox."""
+    mention = world.x.tweet_as("bob", "@ada_bot are you there?")
+    world.x.fail_next(
+        TwitterOutcomeUnknown("connection dropped while sending"), operations=("post",)
+    )
+    await world.start(world.bot(unconfirmed_post_wait_minutes=10))
+    return mention
 
 
 @pytest.mark.anyio
@@ -106,15 +117,12 @@ async def test_a_thread_held_by_a_tweet_x_called_a_duplicate_says_so(world: Worl
 async def test_abandoning_a_reply_never_posts_it_and_marks_the_mention_failed(
     world: World,
 ) -> None:
-    x = world.x
-    mention = x.tweet_as("bob", "@ada_bot are you there?")
-    x.fail_next(TwitterOutcomeUnknown("connection dropped while sending"), operations=("post",))
-    await world.start(world.bot(unconfirmed_post_wait_minutes=10))
+    mention = await a_held_reply(world)
     result = await liz_twitter_outbox(world, "--abandon", f"reply:{mention.id}")
     assert result.exit_code == 0, result.output
     assert result.output == f"gave up reply:{mention.id}: 1 tweet will not be posted\n"
     await world.clock.advance(hours=1)  # past the wait: it would have been sent again
-    assert x.posts == []
+    assert world.x.posts == []
     [row] = await world.rows(HandledTweetRecord)
     assert row.decision == "failed"
     assert "nothing unconfirmed" in (await liz_twitter_outbox(world)).output
@@ -124,10 +132,7 @@ async def test_abandoning_a_reply_never_posts_it_and_marks_the_mention_failed(
 async def test_a_reply_two_accounts_hold_is_given_up_only_for_the_account_named(
     world: World,
 ) -> None:
-    x = world.x
-    mention = x.tweet_as("bob", "@ada_bot are you there?")
-    x.fail_next(TwitterOutcomeUnknown("connection dropped while sending"), operations=("post",))
-    await world.start(world.bot(unconfirmed_post_wait_minutes=10))
+    mention = await a_held_reply(world)
     [ours] = await world.rows(OutboxTweetRecord)
     # Another bot, on another X account and the same database, answered the same
     # mention, and its reply is held too: the same thread key.
