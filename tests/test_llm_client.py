@@ -3,18 +3,28 @@
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
 import math
 import socket
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
+import numpy as np
 import pytest
+from openai import AsyncOpenAI
 from pydantic import BaseModel
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
 from liz.config import Settings
 from liz.errors import LLMError, UsageError
 from liz.llm import BooleanAnswer, LLMClient, LLMOutputError
 from liz.testing.openai_server import ScriptedError, scripted_embedding
+from liz.testing.threaded_server import serve_in_thread
 
 pytestmark = pytest.mark.anyio
 
@@ -288,6 +298,75 @@ async def test_embedding_an_empty_text_is_refused_before_any_request(scripted, l
         await llm.embed(["fine", "  "])
     assert await llm.embed([]) == []
     assert scripted.requests == []
+
+
+class EmbeddingsEndpoint:
+    """An OpenAI-compatible embeddings endpoint over real HTTP that answers ``body``."""
+
+    def __init__(self) -> None:
+        self.body = b""
+
+    async def answer(self, request: Request) -> Response:
+        return Response(self.body, media_type="application/json")
+
+
+@pytest.fixture
+async def embeddings_endpoint() -> AsyncIterator[tuple[EmbeddingsEndpoint, LLMClient]]:
+    endpoint = EmbeddingsEndpoint()
+    app = Starlette(routes=[Route("/v1/embeddings", endpoint.answer, methods=["POST"])])
+    with serve_in_thread(app) as url:
+        openai = AsyncOpenAI(base_url=f"{url}/v1", api_key="test", max_retries=0)
+        llm = LLMClient(openai, small_model="s", large_model="l", embedding_model="embedder")
+        yield endpoint, llm
+        await llm.close()
+
+
+async def test_a_float_answer_and_a_base64_answer_give_the_same_vectors(embeddings_endpoint):
+    endpoint, llm = embeddings_endpoint
+    numbers = [[0.25, -1.5, 3.0], [1.0, 0.5, -0.125]]
+    listed = [{"index": index, "embedding": vector} for index, vector in enumerate(numbers)]
+    endpoint.body = json.dumps({"data": listed[::-1]}).encode()  # out of order, numbered
+
+    assert await llm.embed(["a", "b"]) == numbers
+    assert [v.tolist() for v in await llm.embed_float32(["a", "b"])] == numbers
+
+    packed = [base64.b64encode(np.asarray(v, dtype="<f4").tobytes()).decode() for v in numbers]
+    endpoint.body = json.dumps({"data": [{"embedding": text} for text in packed]}).encode()
+    assert [v.tolist() for v in await llm.embed_float32(["a", "b"])] == numbers
+
+
+@pytest.mark.parametrize(
+    ("body", "error"),
+    [
+        (b"<html>502 Bad Gateway</html>", "answered with something that is not JSON"),
+        (b'{"object": "list"}', "without a 'data' list"),
+        (b'{"data": [{"embedding": 5, "index": 0}]}', "no usable vector for text 0"),
+        (b'{"data": [{"embedding": "not base64!", "index": 0}]}', "no usable vector for text 0"),
+        (b'{"data": [{"embedding": [], "index": 0}]}', "no usable vector for text 0"),
+        (b'{"data": [{"embedding": ["0.1"], "index": 0}]}', "no usable vector for text 0"),
+        (b'{"data": [{"embedding": [NaN, 1.0], "index": 0}]}', "NaN or infinity"),
+        (b'{"data": [{"embedding": [1.0], "index": 3}]}', "numbered its vectors wrong"),
+        (b'{"data": [{"embedding": [1.0]}, {"embedding": [1.0, 2.0]}]}', "2 vectors for 1 texts"),
+    ],
+)
+async def test_a_broken_embeddings_answer_is_an_output_error_naming_what_is_wrong(
+    embeddings_endpoint, body, error
+):
+    endpoint, llm = embeddings_endpoint
+    endpoint.body = body
+
+    with pytest.raises(LLMOutputError, match=error) as raised:
+        await llm.embed_float32(["tea"])
+    assert "embedder" in raised.value.message
+    assert raised.value.status == 502
+
+
+async def test_vectors_of_different_lengths_in_one_answer_are_refused(embeddings_endpoint):
+    endpoint, llm = embeddings_endpoint
+    endpoint.body = b'{"data": [{"embedding": [1.0]}, {"embedding": [1.0, 2.0]}]}'
+
+    with pytest.raises(LLMOutputError, match=r"different lengths \(1, 2\)"):
+        await llm.embed(["tea", "coffee"])
 
 
 # -- failures ----------------------------------------------------------------------------
