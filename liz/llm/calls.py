@@ -7,7 +7,8 @@ Requests go through the SDK's ``post`` (its documented way to send a body as giv
 rather than ``chat.completions.create`` and ``embeddings.create``: those walk every
 message through each type of the SDK's message unions before sending, to rename
 fields our plain dicts never have. That walk was a seventh of a turn's CPU time
-under load. The SDK still sends, retries, authenticates, parses and raises as ever.
+under load. The SDK still sends, retries, authenticates and raises as ever, and parses
+chat answers; embeddings answers are read by :mod:`liz.llm.embedding_answers`.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any, Literal
 
-import httpx
 import numpy as np
 import numpy.typing as npt
 import openai
@@ -113,8 +113,8 @@ async def _embeddings(
         response = await client.post(
             "/embeddings",
             body={"model": model, "input": texts, "encoding_format": encoding},
-            cast_to=httpx.Response,
+            cast_to=bytes,  # the body as it came
         )
     except openai.OpenAIError as exc:
         raise translate_openai_error(exc, model=model) from exc
-    return read_embeddings(response.content, model=model, count=len(texts))
+    return read_embeddings(response, model=model, count=len(texts))
