@@ -36,7 +36,7 @@ from liz.facts.index.protocol import (
 from liz.facts.index.sqlite_cache import ScopeCache, ScopeVectors
 from liz.facts.index.sqlite_history import History, read_history
 from liz.facts.sqlite_thread import ThreadConnection, run_on_thread
-from liz.facts.vectors import Vector, rounded
+from liz.facts.vectors import Vector, rounded, similarities_to
 
 # Run on the bare connection (liz.facts.sqlite_thread), as the protocol's helpers would.
 _SCOPE_VECTORS = (
@@ -364,8 +364,8 @@ def best_candidates(
 
 def similarities_in(vectors: ScopeVectors, ids: Sequence[str], query: Vector) -> dict[str, float]:
     """The similarity of each of ``ids`` found in ``vectors`` to ``query``."""
-    return {
-        fact_id: rounded(vectors.matrix[vectors.rows[fact_id]] @ query)
-        for fact_id in ids
-        if fact_id in vectors.rows
-    }
+    found = [fact_id for fact_id in ids if fact_id in vectors.rows]
+    if not found:
+        return {}
+    rows = vectors.matrix[[vectors.rows[fact_id] for fact_id in found]]
+    return dict(zip(found, map(rounded, similarities_to(rows, query)), strict=True))
