@@ -5,7 +5,7 @@ and up again keeps every fact findable."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import asyncpg
@@ -26,7 +26,7 @@ from liz.facts.pg_indexing import INDEXING_LOCK, BackgroundIndexing, index_pendi
 from liz.facts.store import FactStore
 from liz.facts.vectors import embed
 from liz.llm import LLMClient
-from tests.fixtures.db import _asyncpg_dsn, _fresh_postgres
+from tests.fixtures.db import _asyncpg_dsn, postgres_database_url
 from tests.fixtures.facts import AGENT, USER
 from tests.test_facts_pgvector_search import (
     ALWAYS_EXACT,
@@ -51,11 +51,7 @@ LAKES = "User mentions ramen pilot baker chef lawyer"
 MAPS = "User mentions farmer dentist berlin paris nurse"
 
 
-@pytest.fixture
-def database_url(request: pytest.FixtureRequest) -> Iterator[str]:
-    """PostgreSQL only: the shared ``engine`` fixture then opens it."""
-    server = request.getfixturevalue("pgvector_server")
-    yield from _fresh_postgres(server, request.getfixturevalue("_postgres_template"))
+database_url = pytest.fixture(postgres_database_url, name="database_url")
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@ compresses well: comparing it then needs no decompression (migration 0011)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 from sqlalchemy import text
@@ -15,7 +15,7 @@ from liz.facts.domain import ItemStatus
 from liz.facts.store import FactStore
 from liz.llm import LLMClient
 from liz.testing.openai_server import ScriptedOpenAI
-from tests.fixtures.db import _fresh_postgres
+from tests.fixtures.db import postgres_database_url
 from tests.fixtures.facts import AGENT, USER, fact_settings
 from tests.test_facts_pg_indexing import _downgrade, steps_done
 
@@ -26,11 +26,7 @@ SISTER = "User's sister Mia lives in Oslo"
 COUSIN = "User's cousin Ben bakes bread in Lisbon"
 
 
-@pytest.fixture
-def database_url(request: pytest.FixtureRequest) -> Iterator[str]:
-    """PostgreSQL only: the shared ``engine`` fixture then opens it."""
-    server = request.getfixturevalue("pgvector_server")
-    yield from _fresh_postgres(server, request.getfixturevalue("_postgres_template"))
+database_url = pytest.fixture(postgres_database_url, name="database_url")
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ search leaves no transaction open on a pooled connection."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -25,7 +24,7 @@ from liz.facts.search import hybrid_search
 from liz.facts.store import FactStore
 from liz.facts.vectors import Vector, embed
 from liz.llm import LLMClient
-from tests.fixtures.db import _fresh_postgres
+from tests.fixtures.db import postgres_database_url
 from tests.fixtures.facts import AGENT, USER, fact_settings
 from tests.test_facts_pgvector_search import ALWAYS_EXACT, QUERIES, fill
 
@@ -39,11 +38,7 @@ KEYWORD_FACTS = [
 SEARCHES = [*QUERIES, "4711", "what about Zanzibar?", "tea chess 4711 zanzibar", "nothing"]
 
 
-@pytest.fixture
-def database_url(request: pytest.FixtureRequest) -> Iterator[str]:
-    """PostgreSQL only: the shared ``engine`` fixture then opens it."""
-    server = request.getfixturevalue("pgvector_server")
-    yield from _fresh_postgres(server, request.getfixturevalue("_postgres_template"))
+database_url = pytest.fixture(postgres_database_url, name="database_url")
 
 
 def arrived(vector: Vector) -> asyncio.Future[Vector]:

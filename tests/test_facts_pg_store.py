@@ -4,7 +4,6 @@ size; past it in two. Either way every fact is kept with its history, and search
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import pytest
 from sqlalchemy import text
@@ -16,17 +15,13 @@ from liz.facts.domain import Event, ItemStatus
 from liz.facts.snapshot import scope_lock_key
 from liz.facts.store import FactStore
 from liz.testing.openai_server import ScriptedOpenAI
-from tests.fixtures.db import _fresh_postgres
+from tests.fixtures.db import postgres_database_url
 from tests.fixtures.facts import AGENT, USER, extraction, fact
 
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres]
 
 
-@pytest.fixture
-def database_url(request: pytest.FixtureRequest) -> Iterator[str]:
-    """PostgreSQL only: the shared ``engine`` fixture then opens it."""
-    server = request.getfixturevalue("pgvector_server")
-    yield from _fresh_postgres(server, request.getfixturevalue("_postgres_template"))
+database_url = pytest.fixture(postgres_database_url, name="database_url")
 
 
 @pytest.mark.parametrize("count", [1, ONE_STATEMENT_FACTS, ONE_STATEMENT_FACTS + 1])

@@ -4,8 +4,6 @@ and writes of embeddings on the same pooled connections go on as before."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 import pytest
 from sqlalchemy import select
@@ -16,17 +14,13 @@ from liz.facts.store import FactStore
 from liz.facts.tables import FactRecord
 from liz.facts.vectors import embed
 from liz.llm import LLMClient
-from tests.fixtures.db import _fresh_postgres
+from tests.fixtures.db import postgres_database_url
 from tests.fixtures.facts import AGENT, USER
 
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres]
 
 
-@pytest.fixture
-def database_url(request: pytest.FixtureRequest) -> Iterator[str]:
-    """PostgreSQL only: the shared ``engine`` fixture then opens it."""
-    server = request.getfixturevalue("pgvector_server")
-    yield from _fresh_postgres(server, request.getfixturevalue("_postgres_template"))
+database_url = pytest.fixture(postgres_database_url, name="database_url")
 
 
 async def stored_vectors(

@@ -4,7 +4,6 @@ and both find the facts an exact comparison finds, whatever the planner's statis
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -19,7 +18,7 @@ from liz.facts.store import FactStore
 from liz.facts.vectors import embed
 from liz.llm import LLMClient
 from liz.testing.openai_server import ScriptedOpenAI
-from tests.fixtures.db import _fresh_postgres
+from tests.fixtures.db import postgres_database_url
 from tests.fixtures.facts import AGENT, USER, fact, fact_settings, seed
 
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres]
@@ -31,11 +30,7 @@ WORDS = _VOCABULARY.split()
 ALWAYS_EXACT = 10**12  # components: every scope is compared in full
 
 
-@pytest.fixture
-def database_url(request: pytest.FixtureRequest) -> Iterator[str]:
-    """PostgreSQL only: the shared ``engine`` fixture then opens it."""
-    server = request.getfixturevalue("pgvector_server")
-    yield from _fresh_postgres(server, request.getfixturevalue("_postgres_template"))
+database_url = pytest.fixture(postgres_database_url, name="database_url")
 
 
 def texts(count: int, seed: int) -> list[str]:
