@@ -14,7 +14,9 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_file=".env", extra="ignore")
 
     database_url: str = "sqlite+aiosqlite:///./liz.db"
-    db_pool_size: int = 5
+    # Ten kept: a turn with facts on holds one or two at once, for longer when the
+    # embeddings endpoint is slow; an overflow connection is closed as it comes back.
+    db_pool_size: int = 10
     db_max_overflow: int = 10
     db_pool_timeout: float = 30.0
     db_echo: bool = False

@@ -86,6 +86,30 @@ async def test_pool_settings_are_applied(database_url: str) -> None:
 
 
 @pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+async def test_eight_turns_at_once_keep_their_connections_by_default(database_url: str) -> None:
+    # Each burst holds eight connections at once; the second must find the first's
+    # still open (an overflow connection is closed as it comes back, and opening one
+    # starts a PostgreSQL backend).
+    engine = create_engine(database_url, _settings())
+    sessions = make_sessionmaker(engine)
+    all_held = asyncio.Barrier(8)
+
+    async def backend() -> int:
+        async with sessions() as session:
+            pid = await session.scalar(text("SELECT pg_backend_pid()"))
+            await all_held.wait()
+            return int(pid)
+
+    try:
+        first = set(await asyncio.gather(*(backend() for _ in range(8))))
+        second = set(await asyncio.gather(*(backend() for _ in range(8))))
+    finally:
+        await engine.dispose()
+    assert len(first) == 8
+    assert second == first
+
+
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
 async def test_a_connection_the_server_dropped_is_replaced(database_url: str) -> None:
     engine = create_engine(database_url, _settings(db_pool_size=1, db_max_overflow=0))
     sessions = make_sessionmaker(engine)
