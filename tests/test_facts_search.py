@@ -60,6 +60,17 @@ async def test_an_exact_number_is_found_even_when_the_vectors_miss_it(
     assert await store.search("4712", AGENT, USER, threshold=0.99) == []
 
 
+async def test_what_a_contraction_leaves_of_a_word_finds_nothing(
+    store: FactStore, scripted: ScriptedOpenAI
+) -> None:
+    # Nearly every fact says "User's": the "s" of "Tom's" (or the "t" of "don't") must not
+    # make every fact a keyword hit, nor make a search read them all.
+    await seed(store, scripted, fact("User's locker code is 4711"), fact("User's sister is Mia"))
+    assert await store.search("what's Tom's job? don't guess", AGENT, USER, threshold=0.99) == []
+    found = await store.search("Mia's birthday", AGENT, USER, threshold=0.99)
+    assert [f.text for f in found] == ["User's sister is Mia"]
+
+
 async def test_an_empty_query_is_refused(store: FactStore) -> None:
     with pytest.raises(InputError, match="empty"):
         await store.search("  ", AGENT, USER)
