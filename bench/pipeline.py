@@ -29,7 +29,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -233,14 +233,30 @@ def cpu_seconds(pids: list[int]) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
-async def settle(pids: list[int], limit: float = 30.0) -> None:
-    """Wait (at most ``limit`` s) until the servers stop working in the background
-    (facts being learned), so one server's leftovers never slow the next one's turn."""
+def database_cpu_seconds(postmaster: int | None) -> float:
+    """The CPU time of a PostgreSQL server's processes, those gone included (the
+    postmaster's children's time); 0 without one."""
+    if postmaster is None:
+        return 0.0
+    stat = Path(f"/proc/{postmaster}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = sum(int(field) for field in stat[11:15])  # utime, stime, cutime, cstime
+    children = Path(f"/proc/{postmaster}/task/{postmaster}/children").read_text().split()
+    for child in children:
+        with suppress(FileNotFoundError, ProcessLookupError):  # a backend that just ended
+            fields = Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()
+            ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+async def settle(pids: list[int], postmaster: int | None, limit: float = 30.0) -> None:
+    """Wait (at most ``limit`` s) until the servers, and PostgreSQL for them, stop
+    working in the background (facts being learned, then their vectors put into the
+    HNSW graph), so one server's leftovers never slow the next one's turn."""
     deadline = time.monotonic() + limit
-    before = cpu_seconds(pids)
+    before = cpu_seconds(pids) + database_cpu_seconds(postmaster)
     while time.monotonic() < deadline:
         await asyncio.sleep(0.25)
-        now = cpu_seconds(pids)
+        now = cpu_seconds(pids) + database_cpu_seconds(postmaster)
         if now - before < 0.01:
             return
         before = now
@@ -265,6 +281,7 @@ async def measure(
     kind: str,
     llm_url: str,
     embedding: list[float],
+    postmaster: int | None,
 ) -> list[Load]:
     """Rounds: in each, every server gets its share of sequential then concurrent turns,
     in turn, so a change in the machine's load falls on all of them alike; and the
@@ -285,15 +302,15 @@ async def measure(
                     args.profile.mkdir(parents=True, exist_ok=True)
                     slug = server.name.replace(", ", "-").replace(" ", "-")
                     profile = args.profile / f"{kind}-{slug}-{round_number}.txt"
-                await settle(pids)
+                await settle(pids, postmaster)
                 await load.sequential(client, args.sequential // args.rounds)
-                await settle(pids)
+                await settle(pids, postmaster)
                 began = cpu_seconds(pids)
                 with py_spy(pids[0], profile):
                     await load.concurrent(client, args.concurrent // args.rounds)
                 ended = cpu_seconds(pids)
                 load.loaded_cpu += ended - began
-                await settle(pids)  # what the load left: learning, put off until it stopped
+                await settle(pids, postmaster)  # what the load left: learning, put off
                 load.after_cpu += cpu_seconds(pids) - ended
     return loads
 
@@ -323,7 +340,8 @@ def run_database(kind: str, args: argparse.Namespace) -> list[Result]:
             found = stack.enter_context(start(server, url, llm_url, processes, folder))
             started.append((server, [base for base, _ in found], [pid for _, pid in found]))
         embedding: list[float] = []
-        loads = asyncio.run(measure(started, args, kind, llm_url, embedding))
+        postmaster = None if pg is None else pg.get_pid()
+        loads = asyncio.run(measure(started, args, kind, llm_url, embedding, postmaster))
     results = []
     for server, load in zip(servers(args), loads, strict=True):
         p50, p95 = p50_p95_ms(load.one_at_a_time)
