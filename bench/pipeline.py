@@ -225,12 +225,15 @@ class Load:
         self.loaded_seconds += time.perf_counter() - began
 
 
+def _ticks(pid: int, children_gone: bool = False) -> int:
+    """A process's CPU time in clock ticks (utime + stime), and with ``children_gone``
+    its ended children's (cutime + cstime)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(field) for field in fields[11 : 15 if children_gone else 13])
+
+
 def cpu_seconds(pids: list[int]) -> float:
-    total = 0
-    for pid in pids:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        total += int(fields[11]) + int(fields[12])  # utime + stime, in clock ticks
-    return total / os.sysconf("SC_CLK_TCK")
+    return sum(_ticks(pid) for pid in pids) / os.sysconf("SC_CLK_TCK")
 
 
 def database_cpu_seconds(postmaster: int | None) -> float:
@@ -238,13 +241,11 @@ def database_cpu_seconds(postmaster: int | None) -> float:
     postmaster's children's time); 0 without one."""
     if postmaster is None:
         return 0.0
-    stat = Path(f"/proc/{postmaster}/stat").read_text().rsplit(")", 1)[1].split()
-    ticks = sum(int(field) for field in stat[11:15])  # utime, stime, cutime, cstime
+    ticks = _ticks(postmaster, children_gone=True)
     children = Path(f"/proc/{postmaster}/task/{postmaster}/children").read_text().split()
     for child in children:
         with suppress(FileNotFoundError, ProcessLookupError):  # a backend that just ended
-            fields = Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()
-            ticks += int(fields[11]) + int(fields[12])
+            ticks += _ticks(int(child))
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
