@@ -19,6 +19,7 @@ a fact retired between them is left out, as any retired fact is.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import re
 from collections.abc import Awaitable, Sequence
@@ -31,9 +32,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from liz.db.driver import Driver, Statement, connect
 from liz.db.errors import storage_error_for
 from liz.facts.domain import Fact, Scope
+from liz.facts.index.pg_cache import ScopeFacts
 from liz.facts.index.postgres import (
     ACTIVE_COUNT,
     BOUNDS,
+    NEWEST_HISTORY,
     ONE_TERM,
     QUERY_AS_VECTOR,
     TUNED_BEGIN,
@@ -55,6 +58,7 @@ from liz.facts.index.protocol import (
     terms_found,
     terms_statement,
 )
+from liz.facts.index.sqlite import best_candidates, similarities_in
 from liz.facts.normalize import keyword_terms
 from liz.facts.pg_vectors import send_vectors_binary
 from liz.facts.queries import FACT_COLUMN_NAMES, fact_from_row
@@ -102,14 +106,12 @@ async def search_on_postgres(
                 query_vector,
                 model=model,
                 candidates=candidates,
+                threshold=threshold,
                 limit=limit,
             )
             if read is None:
                 return []
-            ranks, reads, parts = read
-            wanted = candidates + TIE_MARGIN
-            ranks.add_vector_ranking(nearest(parts, wanted, limit=candidates, threshold=threshold))
-            ranks.similarities.update(reads.similarities(ranks.missing))
+            ranks, reads = read
             chosen = ranks.chosen(limit)
             return ranks.found(chosen, await reads.facts(chosen))
     except Exception as exc:
@@ -130,41 +132,57 @@ async def _read(
     *,
     model: str,
     candidates: int,
+    threshold: float,
     limit: int,
-) -> tuple[Ranks, _SearchReads, tuple[list[Candidate], list[Candidate]]] | None:
-    """The keyword ranking, the vector search's two parts and the rows read; None when
-    the scope has no active fact. A transaction it begins, it ends."""
+) -> tuple[Ranks, _SearchReads | _HeldReads] | None:
+    """Both rankings, the similarities fusing them needs, and where the chosen facts'
+    rows are; None when the scope has no active fact. A transaction it begins, it ends."""
     wanted = candidates + TIE_MARGIN  # as the index's vector_candidates asks
     cap = max(COMMON_WORD_FACTS, candidates)
     began = False  # set before BEGIN is sent: a cancelled BEGIN may still have run
     try:
         # With the model's dimension known from an earlier search, the plan is read
-        # (and a large scope's transaction begun) while the embedding is on its way.
+        # (and a large scope's transaction begun, or a small one's facts brought up to
+        # date in this process) while the embedding is on its way.
         dimension = index.dimensions.get(model)
         if dimension is None:
             dimension = int((await query_vector).size)
+        sent = asyncio.get_running_loop().time()
         plan = await _plan(db, index, scope, terms, cap, wanted, dimension)
+        held = None
         if index.uses_graph(plan.active, dimension):
             began = True
             await db.execute(_tuned_begin(wanted))
+        elif plan.active and models_agree(plan.bounds, model, dimension):
+            pair = (model, dimension)
+            held = await index.held.current(db, scope, plan.mark, plan.active, pair, sent)
         vector = await query_vector
         if vector.size != dimension:  # the model's dimension changed: plan again
             dimension = int(vector.size)
             plan = await _plan(db, index, scope, terms, cap, wanted, dimension)
+            held = None
         index.dimensions[model] = dimension
         if not models_agree(plan.bounds, model, dimension):
             raise models_mismatch(scope, await _stored_models(db, scope), model, dimension)
         if not plan.active:
             return None
+        ranks = Ranks.by_keywords(plan.matches, candidates)
+        if held is not None:  # compared here, as SQLite's scopes are
+            ranks.add_vector_ranking(
+                best_candidates(held.vectors, vector, limit=candidates, threshold=threshold)
+            )
+            ranks.similarities.update(similarities_in(held.vectors, ranks.missing, vector))
+            return ranks, _HeldReads(held)
         if not began and index.uses_graph(plan.active, dimension):  # planned again
             began = True
             await db.execute(_tuned_begin(wanted))
-        ranks = Ranks.by_keywords(plan.matches, candidates)
         reads = _SearchReads(db, scope, vector, dimension, wanted, ranks.by_keyword, limit)
         parts = await index.vector_parts(
             reads.search, active=plan.active, dimension=dimension, wanted=wanted
         )
-        return ranks, reads, parts
+        ranks.add_vector_ranking(nearest(parts, wanted, limit=candidates, threshold=threshold))
+        ranks.similarities.update(reads.similarities(ranks.missing))
+        return ranks, reads
     finally:
         if began and not db.connection.is_closed():  # a dropped one has nothing to end
             # Ended here, whatever stopped the search: the pool's reset rolls back only
@@ -176,6 +194,7 @@ async def _read(
 class _Plan:
     bounds: tuple[ModelPair, ...]
     active: int
+    mark: int  # the scope's newest history id (liz.facts.index.pg_cache)
     matches: dict[str, dict[str, str]]
 
 
@@ -195,25 +214,29 @@ async def _plan(
     statement, names = _positional(_plan_sql(len(terms)))
     rows = await db.fetch(statement, *[values[name] for name in names])
     bounds: list[ModelPair] = []
-    active = 0
+    active = mark = 0
     term_rows = []
     for row in rows:
         if row[0] == -1:
             bounds.append((row[1], int(row[3])))
         elif row[0] == -2:
             active = int(row[3])
+        elif row[0] == -3:
+            mark = int(row[3])
         else:
             term_rows.append((row[0], row[1], row[2]))
-    return _Plan(tuple(bounds), active, terms_found(term_rows, terms, cap) if terms else {})
+    return _Plan(tuple(bounds), active, mark, terms_found(term_rows, terms, cap) if terms else {})
 
 
 @functools.lru_cache(maxsize=32)
 def _plan_sql(term_count: int) -> str:
     """Rows of (kind, text, text, number): -1 a model bound, -2 the count of active
-    facts, a term's number for each of its matches (fact id, text)."""
+    facts, -3 the newest history id, a term's number for each of its matches (fact id,
+    text)."""
     sql = (
         f'SELECT -1, "embeddingModel", NULL, "embeddingDim"::bigint FROM ({BOUNDS}) AS bounds '
-        f"UNION ALL SELECT -2, NULL, NULL, n FROM ({ACTIVE_COUNT}) AS active"
+        f"UNION ALL SELECT -2, NULL, NULL, n FROM ({ACTIVE_COUNT}) AS active "
+        f"UNION ALL SELECT -3, NULL, NULL, n FROM ({NEWEST_HISTORY}) AS newest"
     )
     if term_count:
         sql += f" UNION ALL SELECT *, NULL FROM ({terms_statement(term_count, ONE_TERM)}) AS terms"
@@ -282,6 +305,16 @@ class _SearchReads:
         return {
             fact_id: fact_from_row(self._rows[fact_id]) for fact_id in ids if fact_id in self._rows
         }
+
+
+class _HeldReads:
+    """The chosen facts' rows, from the scope's facts held in this process."""
+
+    def __init__(self, held: ScopeFacts) -> None:
+        self._facts = held.facts
+
+    async def facts(self, ids: Sequence[str]) -> dict[str, Fact]:
+        return {fact_id: self._facts[fact_id] for fact_id in ids if fact_id in self._facts}
 
 
 @functools.lru_cache(maxsize=64)

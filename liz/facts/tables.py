@@ -110,7 +110,7 @@ class FactHistoryRecord(Base):
     __tablename__ = "FactHistory"
     __table_args__ = (
         Index(None, "factId"),
-        Index(None, "agentId", "userId"),
+        Index(None, "agentId", "userId", "id"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)

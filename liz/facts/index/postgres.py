@@ -39,6 +39,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from liz.errors import UsageError
 from liz.facts.domain import Scope
+from liz.facts.index.pg_cache import MAX_VALUES as HELD_VALUES
+from liz.facts.index.pg_cache import PostgresScopeCache
 from liz.facts.index.protocol import (
     TIE_MARGIN,
     Candidate,
@@ -76,6 +78,8 @@ ACTIVE_COUNT = (
     'SELECT count(*) AS n FROM (SELECT 1 FROM "Fact" '
     f'WHERE {_SCOPE} AND "retiredAt" IS NULL LIMIT :counted) AS scope'
 )
+# The scope's newest history id (what liz.facts.index.pg_cache's copies are current to).
+NEWEST_HISTORY = f'SELECT coalesce(max(id), 0)::bigint AS n FROM "FactHistory" WHERE {_SCOPE}'
 # The session's settings for a graph search, for this transaction only. `enable_sort`
 # off when the scope is large makes the ordered HNSW scan the only plan without a sort.
 _TUNING = (
@@ -197,13 +201,21 @@ def _statement(sql: str) -> TextClause:
 class PostgresFactIndex:
     """The :class:`~liz.facts.index.protocol.FactIndex` for PostgreSQL with pgvector."""
 
-    def __init__(self, engine: AsyncEngine, *, exact_components: int = EXACT_COMPONENTS) -> None:
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        *,
+        exact_components: int = EXACT_COMPONENTS,
+        held_values: int = HELD_VALUES,
+    ) -> None:
         self._engine = engine
         self._exact_components = exact_components
         self._prepared: set[int] = set()
         self.dimensions: dict[str, int] = {}  # each embedding model's, as last searched
         # Puts the vectors small writes left pending into the HNSW graph.
         self.indexing = BackgroundIndexing(engine)
+        # Small scopes' facts, compared in this process by liz.facts.pg_search.
+        self.held = PostgresScopeCache(held_values)
 
     async def prepare_dimension(self, dimension: int) -> None:
         """Create the HNSW index for ``dimension`` if it is missing (once per process)."""
@@ -346,7 +358,7 @@ class PostgresFactIndex:
         return None
 
     def invalidate(self, scopes: Iterable[Scope]) -> None:
-        return None  # nothing cached: every search reads the database
+        self.held.invalidate(scopes)
 
     def absorb(self, scope: Scope, log: ChangeLog) -> None:
         if log.added:  # a small write leaves its new vectors pending (liz.facts.pg_commit)

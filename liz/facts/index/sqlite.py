@@ -357,7 +357,7 @@ def best_candidates(
     top = (
         range(len(scores)) if len(scores) <= fetch else np.argpartition(-scores, fetch - 1)[:fetch]
     )
-    found = [(vectors.ids[rows[i]], float(scores[i]), vectors.hashes[rows[i]]) for i in top]
+    found = [(vectors.ids[rows[i]], rounded(scores[i]), vectors.hashes[rows[i]]) for i in top]
     chosen = deterministic_top(found, limit, exhausted)
     return [candidate for candidate in chosen if candidate[1] >= threshold]
 
