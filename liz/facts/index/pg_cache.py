@@ -176,8 +176,9 @@ async def _changes(db: Driver, scope: Scope, held: ScopeFacts, began: float) -> 
     rows = [_Row.of(row) for row in await db.fetch(_CHANGED, scope[0], scope[1], held.mark)]
     if not rows:
         return None  # the rows the plan saw are gone: read the scope whole
-    kept = [row for row in rows if row.fact.active and row.fact.agent_id == scope[0]]
-    kept = [row for row in kept if row.fact.user_id == scope[1]]
+    kept = [
+        row for row in rows if row.fact.active and (row.fact.agent_id, row.fact.user_id) == scope
+    ]
     if any(row.pair != held.pair for row in kept):
         return None  # another model: read whole, and refused, next time
     for row in rows:
