@@ -78,6 +78,7 @@ class Driver:
         finally:
             if disk is not None:
                 disk.execute("PRAGMA synchronous=FULL")
+        os.sync()  # the fill's pages on disk before the timing, as liz's (memory.py's settle)
         return {"seeded": self.seeded, "unsynced": disk is not None}
 
     def _point_storage(self) -> Any:

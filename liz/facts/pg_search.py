@@ -5,13 +5,15 @@ liz.facts.search runs through a session: ``BEGIN``, the keyword matches, the pla
 (liz.facts.index.postgres), the vector search, the similarities of keyword hits the
 vector search did not rank (a model check and a read), the chosen facts, ``ROLLBACK``:
 five to eight round trips, and the session's bookkeeping around each. Here a search of
-a scope small enough to compare in full costs two round trips and no transaction: the
-first, sent while the query's embedding is on its way, reads the keyword matches with
-the plan (the model bounds, the count of active facts); the second, once the
-embedding is there, reads the nearest facts, the similarities of the keyword hits and
-the rows of those that can be chosen. A larger scope, searched
-through the HNSW graph, needs the plan's settings for its transaction: a ``BEGIN`` that
-sets them (also sent while the embedding is on its way) and a ``ROLLBACK`` after.
+a scope small enough to compare in full costs one round trip, sent while the query's
+embedding is on its way: the keyword matches with the plan (the model bounds, the count
+of active facts, the newest history id); the scope's facts are held in this process
+(liz.facts.index.pg_cache, which reads what changed since its copy, before the
+embedding comes) and compared here. A larger scope, searched through the HNSW graph,
+needs the plan's settings for its transaction: a ``BEGIN`` that sets them (also sent
+while the embedding is on its way), a second read once the embedding is there (the
+nearest facts, the similarities of the keyword hits and the rows of those that can be
+chosen) and a ``ROLLBACK`` after.
 
 Each statement reads its own snapshot, as each of the session's does (read committed):
 a fact retired between them is left out, as any retired fact is.
@@ -87,9 +89,10 @@ async def search_on_postgres(
     limit: int,
     threshold: float,
 ) -> list[Fact]:
-    """:func:`liz.facts.search.hybrid_search`, the same results, in two round trips
-    (four for a scope searched through the graph; one more in the rare case of
-    :func:`_search_sql`); for an asyncpg engine.
+    """:func:`liz.facts.search.hybrid_search`, the same results (to the last bit of a
+    similarity compared in the process), in one round trip for a scope held here (two
+    when its copy is behind), four for a scope searched through the graph (one more in
+    the rare case of :func:`_search_sql`); for an asyncpg engine.
 
     ``query_vector`` must be awaitable more than once (a future).
     """

@@ -208,8 +208,9 @@ class FactStore:
                     isinstance(self.index, PostgresFactIndex)
                     and self.engine.dialect.driver == "asyncpg"
                 ):
-                    # Two round trips on the driver's connection instead of a session's
-                    # five to eight (four when the scope is searched through the graph).
+                    # One round trip on the driver's connection for a small scope, whose
+                    # facts are held here (four through the graph), against a session's
+                    # five to eight.
                     return await search_on_postgres(
                         self.engine, self.index, scope, query, embedding, **options
                     )
