@@ -296,20 +296,18 @@ async def run_liz(
 
 async def settle(engine: Any) -> None:
     """What a database that grew the usual way, over days, has done by the time it is
-    timed: the fill's pages written to disk (a checkpoint, then the OS's own write-back,
-    as mem0_driver does after its fill), so the first stores' syncs do not wait behind
-    the 600 MB of vectors of 100k facts of 1536 dimensions. On PostgreSQL also what
-    autovacuum does within a minute of a bulk load: statistics for the planner and the
-    visibility map for index-only scans; in that minute the planner read whole scopes
-    for lookups by text hash or word (10 to 100 ms).
+    timed: the fill's pages written to disk (on PostgreSQL a checkpoint first; then the
+    OS's write-back, as mem0_driver does after its fill), so the stores' syncs do not
+    wait behind the 600 MB of vectors of 100k facts of 1536 dimensions. On PostgreSQL
+    also what autovacuum does within a minute of a bulk load: statistics for the
+    planner and the visibility map for index-only scans; in that minute the planner
+    read whole scopes for lookups by text hash or word (10 to 100 ms).
     """
-    async with engine.connect() as connection:
-        autocommit = await connection.execution_options(isolation_level="AUTOCOMMIT")
-        if engine.dialect.name == "postgresql":
+    if engine.dialect.name == "postgresql":
+        async with engine.connect() as connection:
+            autocommit = await connection.execution_options(isolation_level="AUTOCOMMIT")
             await autocommit.execute(text('VACUUM ANALYZE "Fact", "FactHistory"'))
             await autocommit.execute(text("CHECKPOINT"))
-        else:
-            await autocommit.execute(text("PRAGMA wal_checkpoint(TRUNCATE)"))
     os.sync()
 
 
