@@ -34,7 +34,7 @@ from liz.facts.domain import Fact, Scope
 from liz.facts.index.protocol import ModelPair
 from liz.facts.index.sqlite_cache import ScopeVectors
 from liz.facts.queries import FACT_COLUMN_NAMES, fact_from_row
-from liz.facts.vectors import Vector, as_unit_vector
+from liz.facts.vectors import Vector
 
 # The vectors of all scopes held, at most (facts x dimensions): 64 MB of float32.
 MAX_VALUES = 16_000_000
@@ -197,4 +197,6 @@ def _matrix(vectors: Sequence[Any], dimension: int) -> Vector:
     rows: PostgreSQL compares by cosine, which is their dot product with the query."""
     if not vectors:
         return np.zeros((0, dimension), dtype=np.float32)
-    return np.stack([as_unit_vector(vector.to_numpy()) for vector in vectors])
+    matrix = np.stack([vector.to_numpy() for vector in vectors]).astype(np.float32)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return np.divide(matrix, norms, out=matrix, where=norms > 0)  # a zero vector stays zero
