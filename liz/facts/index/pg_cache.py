@@ -199,4 +199,5 @@ def _matrix(vectors: Sequence[Any], dimension: int) -> Vector:
         return np.zeros((0, dimension), dtype=np.float32)
     matrix = np.stack([vector.to_numpy() for vector in vectors]).astype(np.float32)
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    return np.divide(matrix, norms, out=matrix, where=norms > 0)  # a zero vector stays zero
+    np.divide(matrix, norms, out=matrix, where=norms > 0)  # a zero vector stays zero
+    return matrix
