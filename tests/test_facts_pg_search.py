@@ -6,6 +6,7 @@ search leaves no transaction open on a pooled connection."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 from typing import Any
 
 import numpy as np
@@ -159,31 +160,23 @@ async def test_a_connection_dropped_while_the_embedding_is_out_fails_only_what_n
         engine, exact_components=ALWAYS_EXACT if way == "exact" else dimension
     )
     vector = await query_vector(index, llm, "tea and chess")
-    await search_on_postgres(
-        engine,
-        index,
-        (AGENT, USER),
-        "tea",
-        arrived(vector),
-        model=llm.embedding_model,
-        limit=5,
-        threshold=0.0,
-    )  # the model's dimension is known: the next search plans before the vector comes
-    on_its_way: asyncio.Future[Vector] = asyncio.get_running_loop().create_future()
-    search = asyncio.ensure_future(
-        _translated(
-            search_on_postgres(
-                engine,
-                index,
-                (AGENT, USER),
-                "tea",
-                on_its_way,
-                model=llm.embedding_model,
-                limit=5,
-                threshold=0.0,
-            )
+
+    def tea(query_vector: asyncio.Future[Vector]) -> Awaitable[list[Fact]]:
+        return search_on_postgres(
+            engine,
+            index,
+            (AGENT, USER),
+            "tea",
+            query_vector,
+            model=llm.embedding_model,
+            limit=5,
+            threshold=0.0,
         )
-    )
+
+    # The model's dimension is known: the next search plans before the vector comes.
+    found = await tea(arrived(vector))
+    on_its_way: asyncio.Future[Vector] = asyncio.get_running_loop().create_future()
+    search = asyncio.ensure_future(_translated(tea(on_its_way)))
     await _until_planned(engine)
     # The server drops the search's connection while the embedding is on its way.
     async with engine.connect() as connection:
@@ -197,16 +190,7 @@ async def test_a_connection_dropped_while_the_embedding_is_out_fails_only_what_n
     if way == "exact":
         # A small scope's facts were all read with the plan (liz.facts.index.pg_cache):
         # nothing is left to ask the database once the embedding is there.
-        assert await search == await search_on_postgres(
-            engine,
-            index,
-            (AGENT, USER),
-            "tea",
-            arrived(vector),
-            model=llm.embedding_model,
-            limit=5,
-            threshold=0.0,
-        )
+        assert await search == found
         # The connections the server dropped, which nothing has used since, go.
         await engine.dispose()
     else:

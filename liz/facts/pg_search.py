@@ -89,10 +89,11 @@ async def search_on_postgres(
     limit: int,
     threshold: float,
 ) -> list[Fact]:
-    """:func:`liz.facts.search.hybrid_search`, the same results (to the last bit of a
-    similarity compared in the process), in one round trip for a scope held here (two
-    when its copy is behind), four for a scope searched through the graph (one more in
-    the rare case of :func:`_search_sql`); for an asyncpg engine.
+    """:func:`liz.facts.search.hybrid_search`, the same results (but where a similarity
+    compared here in float32 lands on the other side of its sixth decimal), in one round
+    trip for a scope held here (two when its copy is behind), four for a scope searched
+    through the graph (one more in the rare case of :func:`_search_sql`); for an asyncpg
+    engine.
 
     ``query_vector`` must be awaitable more than once (a future).
     """

@@ -38,6 +38,8 @@ from liz.facts.vectors import Vector
 
 # The vectors of all scopes held, at most (facts x dimensions): 64 MB of float32.
 MAX_VALUES = 16_000_000
+# A stored vector this close to unit length is taken as it is (float32's own noise).
+UNIT_TOLERANCE = 1e-5
 
 _SCOPE = '"agentId" = $1 AND "userId" = $2'
 # Each row: the mark, the fact's columns (liz.facts.queries.fact_from_row), its text's
@@ -193,11 +195,15 @@ async def _changes(db: Driver, scope: Scope, held: ScopeFacts, began: float) -> 
 
 
 def _matrix(vectors: Sequence[Any], dimension: int) -> Vector:
-    """pgvector's values (read in its binary form: liz.facts.pg_vectors) as unit float32
-    rows: PostgreSQL compares by cosine, which is their dot product with the query."""
+    """pgvector's values (read in its binary form: liz.facts.pg_vectors) as float32 rows
+    of unit length. PostgreSQL compares by cosine, which for those is their dot product
+    with the query; liz stores them so (liz.facts.vectors), and they are kept bit for bit,
+    as SQLite's are, so both databases round a similarity alike. A row written some
+    other way is scaled to unit length here."""
     if not vectors:
         return np.zeros((0, dimension), dtype=np.float32)
     matrix = np.stack([vector.to_numpy() for vector in vectors]).astype(np.float32)
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    np.divide(matrix, norms, out=matrix, where=norms > 0)  # a zero vector stays zero
+    norms = np.linalg.norm(matrix, axis=1)
+    scaled = (np.abs(norms - 1) > UNIT_TOLERANCE) & (norms > 0)  # a zero vector stays zero
+    matrix[scaled] /= norms[scaled, np.newaxis]
     return matrix
