@@ -43,11 +43,12 @@ test: $(DEV_STAMP)
 	$(MAKE) lint typecheck
 	$(BIN)/pytest
 
-# Speed, as ratios to a reference run side by side (a floor app, mem0, a bare Python start),
-# and the prompt's size per turn against Liz's last-100-messages rule.
+# Speed, as ratios to a reference run side by side (a floor app, mem0, a bare HTTP request,
+# a bare Python start), and the prompt's size per turn against Liz's last-100-messages rule.
 bench: $(DEV_STAMP)
 	$(BIN)/python bench/pipeline.py
 	$(BIN)/python bench/memory.py
+	$(BIN)/python bench/embedding_request.py
 	$(BIN)/python bench/context.py
 	$(BIN)/python bench/cli_startup.py
 
