@@ -8,6 +8,7 @@ the scripted model with one set is refused.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,6 +17,8 @@ from typing import Annotated
 import typer
 
 from liz.cli.failing import fail, reported
+
+logger = logging.getLogger(__name__)
 
 LLM_VARIABLES = ("OPENAI_API_KEY", "OPENROUTER_API_KEY", "OPENAI_BASE_URL")
 
@@ -41,6 +44,7 @@ def scripted_llm_if_asked(flag: bool) -> Iterator[None]:
         )
     with scripted_model().serve() as base_url:
         os.environ["OPENAI_BASE_URL"] = base_url
+        logger.warning("no LLM: liz's scripted model answers (replies start with [scripted reply])")
         try:
             yield
         finally:
