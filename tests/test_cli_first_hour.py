@@ -83,6 +83,18 @@ def test_chat_picks_the_only_agent(tmp_path: Path) -> None:
     assert f"Morgan> {SCRIPTED_PREFIX}" in result.stdout
 
 
+def test_chat_with_a_server_picks_its_only_agent_and_labels_replies_with_its_name(
+    tmp_path: Path,
+) -> None:
+    env = {**NO_LLM, "DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'r.db'}"}
+    with liz_serve(env, tmp_path, flags=("--scripted",)) as url:
+        result = liz("chat", "--url", url, env=NO_LLM, cwd=tmp_path, stdin="Hello\n")
+        both = liz("chat", "--url", url, "--scripted", env=NO_LLM, cwd=tmp_path, stdin="Hi\n")
+    assert result.returncode == 0, result.stderr
+    assert f"Morgan> {SCRIPTED_PREFIX}" in result.stdout
+    assert both.returncode == 2 and "--scripted" in both.stderr
+
+
 def test_with_several_agents_chat_and_twitter_name_them(tmp_path: Path) -> None:
     folder = tmp_path / "agents"
     folder.mkdir()

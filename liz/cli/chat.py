@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from liz.cli.failing import reported
+from liz.cli.failing import fail, reported
 from liz.cli.options import (
     AgentsOption,
     ScriptedOption,
@@ -44,6 +44,10 @@ def chat(
     from liz.cli.scripted import scripted_llm_if_asked
 
     configure_logging("warning")
+    if url and scripted:
+        fail(
+            "--scripted runs the agents in this process; a server at --url answers with its own LLM"
+        )
     user_id = user or f"cli-{uuid.uuid4().hex[:8]}"
     with reported():
         if url:
