@@ -42,13 +42,20 @@ def scripted_llm_if_asked(flag: bool) -> Iterator[None]:
             f"the scripted model is never used with a real LLM configured: unset "
             f"{' and '.join(named)}, or drop --scripted / LIZ_SCRIPTED_LLM"
         )
+    # From here the app sees an ordinary OpenAI-compatible endpoint: the scripted model's.
+    given = {"OPENAI_BASE_URL": os.environ.get("OPENAI_BASE_URL")}
+    given["LIZ_SCRIPTED_LLM"] = os.environ.get("LIZ_SCRIPTED_LLM")
     with scripted_model().serve() as base_url:
-        os.environ["OPENAI_BASE_URL"] = base_url
+        os.environ.update(OPENAI_BASE_URL=base_url, LIZ_SCRIPTED_LLM="false")
         logger.warning("no LLM: liz's scripted model answers (replies start with [scripted reply])")
         try:
             yield
         finally:
-            del os.environ["OPENAI_BASE_URL"]
+            for name, value in given.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
 
 
 def _is_set(value: object) -> bool:
