@@ -2,7 +2,8 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-# `make serve` installs what serving needs; `make test` adds the test and lint tools.
+# `make serve` installs what the README's paths need (the Twitter/X bot included; PostgreSQL
+# is one line more: pip install 'liz[postgres]'); `make test` adds the test and lint tools.
 STAMP := $(VENV)/.installed-serve
 DEV_STAMP := $(VENV)/.installed-dev
 
@@ -11,7 +12,7 @@ DEV_STAMP := $(VENV)/.installed-dev
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -m pip install --quiet -e ".[twitter]"
 	touch $(STAMP)
 
 $(DEV_STAMP): $(STAMP)
