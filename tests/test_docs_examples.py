@@ -1,0 +1,245 @@
+"""Every code block of the README and the docs that is meant to run runs, as written.
+
+Python blocks are saved under the file name their first line gives (``# app.py``), all in
+one project folder, and run against the scripted LLM server: ``test_*.py`` with pytest,
+the others as scripts; a block defining ``app = App(...)`` is also served by ``liz serve``
+and every agent is sent a message. Shell blocks run in bash (``set -e``), in that folder
+(``make`` ones in the repository), with ``.venv/bin`` first on the PATH. A comment just
+before a block says how it runs or why it does not (see ``MARKER``); a shell block with
+no such comment runs to its end and must exit 0. Blocks in other languages (json, text,
+none) are output or syntax, not commands.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from liz.testing.openai_server import RecordedRequest, ScriptedOpenAI
+from tests.serve_process import free_port, liz_serve
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).parent.parent
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+FENCE = re.compile(
+    r"^(?P<indent> *)```(?P<lang>[\w-]*)[^\n]*\n(?P<code>.*?)^(?P=indent)```", re.S | re.M
+)
+MARKER = re.compile(r"<!--\s*(?P<kind>needs|runs):\s*(?P<what>.*?)\s*-->\s*$")
+FILE_NAME = re.compile(r"#\s*([\w/.-]+\.py)\b")
+SHELL = {"bash", "sh", "shell", "console"}
+RUNNABLE = SHELL | {"python", "py"}
+# Why a marked block is not run; any other `needs:` fails the test.
+NOT_RUN = {
+    "credentials": "needs real credentials (an LLM key, X or a PostgreSQL server of yours)",
+    "scripted-flag": "needs the --scripted flag (branch firsthour-code)",
+}
+SERVER_URL = re.compile(r"(?:http://)?(?:localhost|127\.0\.0\.1):3000")
+UNTIL = re.compile(r'until "(?P<text>[^"]+)"')
+
+
+@dataclass(frozen=True)
+class Block:
+    page: Path
+    line: int
+    lang: str
+    code: str
+    marker: tuple[str, str] | None
+
+    @property
+    def id(self) -> str:
+        return f"{self.page.relative_to(ROOT)}:{self.line}"
+
+    @property
+    def file_name(self) -> str:
+        first = self.code.splitlines()[0] if self.code.strip() else ""
+        named = FILE_NAME.match(first)
+        return named.group(1) if named else f"example_{self.line}.py"
+
+
+def blocks() -> list[Block]:
+    found = []
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        for match in FENCE.finditer(text):
+            lang = match.group("lang").lower()
+            if lang not in RUNNABLE:
+                continue
+            before = text[: match.start()].rstrip("\n").rsplit("\n", 1)[-1]
+            marked = MARKER.search(before)
+            indent = len(match.group("indent"))
+            code = "\n".join(line[indent:] for line in match.group("code").splitlines()) + "\n"
+            found.append(
+                Block(
+                    page=page,
+                    line=text.count("\n", 0, match.start()) + 1,
+                    lang="python" if lang in {"python", "py"} else "shell",
+                    code=code,
+                    marker=(marked.group("kind"), marked.group("what")) if marked else None,
+                )
+            )
+    return found
+
+
+PYTHON = [block for block in blocks() if block.lang == "python"]
+SHELL_BLOCKS = [block for block in blocks() if block.lang == "shell"]
+
+
+def answer(request: RecordedRequest) -> str | dict[str, Any]:
+    """A plausible answer to whatever an example asks the LLM."""
+    if request.schema_name == "RouteChoice":
+        return {"route": "conversation", "confidence": 0.9, "reasoning": "a question"}
+    if request.schema_name == "ShouldRespond":
+        return {"decision": "RESPOND", "reason": "it asks the agent something"}
+    if request.schema_name == "ExtractedFacts":
+        return {
+            "facts": [
+                {"text": "User loves green tea", "subject": "user", "categories": ["food", "tea"]}
+            ]
+        }
+    if request.schema_name == "ReconcilePlan":
+        return {"decisions": []}
+    return "Bonjour!"
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every Python block as a file of one folder, as a reader following the docs has it."""
+    folder = tmp_path_factory.mktemp("docs-examples")
+    written: dict[str, Block] = {}
+    for block in PYTHON:
+        name = block.file_name
+        if name in written and written[name].code != block.code:
+            pytest.fail(f"{block.id} and {written[name].id} both write {name}, differently")
+        written[name] = block
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(block.code, encoding="utf-8")
+    return folder
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> Iterator[dict[str, str]]:
+    server = ScriptedOpenAI()
+    server.respond_with(answer)
+    with server.serve() as base_url:
+        yield {
+            "OPENAI_BASE_URL": base_url,
+            "DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'docs.db'}",
+            "SERVER_PORT": str(free_port()),
+            "PYTHONPATH": "",
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        }
+
+
+def skip_if_not_run(block: Block) -> None:
+    if block.marker and block.marker[0] == "needs":
+        assert block.marker[1] in NOT_RUN, f"{block.id}: unknown marker needs: {block.marker[1]}"
+        pytest.skip(NOT_RUN[block.marker[1]])
+
+
+def test_the_docs_have_examples_to_run() -> None:
+    assert len(PYTHON) >= 5
+    assert len(SHELL_BLOCKS) >= 5
+
+
+def test_every_marker_is_known() -> None:
+    """A typo in a marker would leave a block unrun without anyone noticing."""
+    for block in blocks():
+        if block.marker is None:
+            continue
+        kind, what = block.marker
+        if kind == "needs":
+            assert what in NOT_RUN, f"{block.id}: unknown marker needs: {what}"
+        else:
+            assert what == "against liz serve" or UNTIL.fullmatch(what), f"{block.id}: {what}"
+
+
+@pytest.mark.parametrize("block", PYTHON, ids=[block.id for block in PYTHON])
+def test_python_block_runs(block: Block, project: Path, env: dict[str, str]) -> None:
+    skip_if_not_run(block)
+    name = block.file_name
+    if Path(name).name.startswith("test_"):
+        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", name]
+    else:
+        command = [sys.executable, name]
+    result = subprocess.run(
+        command, cwd=project, env={**os.environ, **env}, capture_output=True, text=True, timeout=180
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    if re.search(r"^app = App\(", block.code, re.MULTILINE):
+        module = name.removesuffix(".py").replace("/", ".")
+        with liz_serve(env, project, target=f"{module}:app") as url:
+            agents = httpx.get(f"{url}/agents").json()["agents"]
+            assert agents, f"{name} serves no agent"
+            for agent in agents:
+                body = {"input": {"agentId": agent["agentId"], "userId": "ann", "text": "Hi"}}
+                reply = httpx.post(f"{url}/agent/input", json=body, timeout=30)
+                assert reply.status_code == 200, reply.text
+                assert reply.json()["text"] == "Bonjour!"
+
+
+def bash(code: str, cwd: Path, env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        ["bash", "-e", "-o", "pipefail", "-c", code],
+        cwd=cwd,
+        env={**os.environ, **env},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def run_until(code: str, text: str, cwd: Path, env: dict[str, str]) -> str:
+    """Start a block that runs until stopped; stop it once it prints ``text``."""
+    process = bash(code, cwd, env)
+    assert process.stdout is not None
+    seen: list[str] = []
+    deadline = time.monotonic() + 240
+    try:
+        for line in process.stdout:
+            seen.append(line)
+            if text in line:
+                return "".join(seen)
+            if time.monotonic() > deadline:
+                break
+        raise AssertionError(f"it never printed {text!r}:\n{''.join(seen)}")
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+@pytest.mark.parametrize("block", SHELL_BLOCKS, ids=[block.id for block in SHELL_BLOCKS])
+def test_shell_block_runs(block: Block, project: Path, env: dict[str, str]) -> None:
+    skip_if_not_run(block)
+    cwd = ROOT if block.code.lstrip().startswith("make ") else project
+    what = block.marker[1] if block.marker else ""
+    if until := UNTIL.fullmatch(what):
+        run_until(block.code, until.group("text"), cwd, env)
+        return
+    if what == "against liz serve":
+        with liz_serve(env, project) as url:
+            process = bash(SERVER_URL.sub(url, block.code), cwd, env)
+            output, _ = process.communicate(timeout=120)
+        assert process.returncode == 0, output
+        assert '"error"' not in output and "event: error" not in output, output
+        return
+    process = bash(block.code, cwd, env)
+    output, _ = process.communicate(timeout=180)
+    assert process.returncode == 0, output
