@@ -149,7 +149,7 @@ def machine() -> str:
 def tables_of(output: str) -> str:
     """The Markdown tables a bench printed, each after the line introducing it."""
     lines = output.splitlines()
-    found: list[list[str]] = []
+    found: list[tuple[str, list[str]]] = []
     index = 0
     while index < len(lines):
         if not lines[index].startswith("|"):
@@ -168,11 +168,12 @@ def tables_of(output: str) -> str:
         if not caption and not before.startswith("|") and before.rstrip().endswith(":"):
             caption = before.strip()
         rows = [row.replace("<", "&lt;").replace(">", "&gt;") for row in rows]
-        table = ([caption, ""] if caption else []) + rows
-        if table in found:  # printed as it was measured, then again at the end
-            found.remove(table)
-        found.append(table)
-    return "\n\n".join("\n".join(table) for table in found)
+        # Printed as it was measured, then again at the end: keep the last, with its caption.
+        found = [(kept, table) for kept, table in found if table != rows]
+        found.append((caption, rows))
+    return "\n\n".join(
+        "\n".join(([caption, ""] if caption else []) + rows) for caption, rows in found
+    )
 
 
 def run(bench: Bench) -> str:
@@ -211,8 +212,9 @@ def main() -> None:
     parser.add_argument("--from", dest="source", type=Path, help="read DIR/<bench>.txt")
     parser.add_argument("--date", default=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
     parser.add_argument("--machine", default=machine(), help="the machine the run was on")
+    parser.add_argument("--page", type=Path, default=PAGE, help="where to write the page")
     args = parser.parse_args()
-    old = PAGE.read_text(encoding="utf-8") if PAGE.exists() else ""
+    old = args.page.read_text(encoding="utf-8") if args.page.exists() else ""
     sections = []
     for bench in BENCHES:
         if args.only and bench.script not in args.only:
@@ -230,8 +232,8 @@ def main() -> None:
         "(about 25 minutes); each bench also runs alone, with its own options "
         "(`--help`).\n\n" + "\n\n".join(sections) + "\n\n" + DECISIONS
     )
-    PAGE.write_text(page, encoding="utf-8")
-    print(f"wrote {PAGE.relative_to(ROOT)}")
+    args.page.write_text(page, encoding="utf-8")
+    print(f"wrote {args.page}")
 
 
 if __name__ == "__main__":

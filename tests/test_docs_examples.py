@@ -92,8 +92,19 @@ def blocks() -> list[Block]:
     return found
 
 
-PYTHON = [block for block in blocks() if block.lang == "python"]
-SHELL_BLOCKS = [block for block in blocks() if block.lang == "shell"]
+def unique(found: list[Block]) -> list[Block]:
+    """A block repeated word for word on another page runs once, under its first place."""
+    seen: set[tuple[str, str, tuple[str, str] | None]] = set()
+    kept = []
+    for block in found:
+        if (block.lang, block.code, block.marker) not in seen:
+            seen.add((block.lang, block.code, block.marker))
+            kept.append(block)
+    return kept
+
+
+PYTHON = unique([block for block in blocks() if block.lang == "python"])
+SHELL_BLOCKS = unique([block for block in blocks() if block.lang == "shell"])
 
 
 def answer(request: RecordedRequest) -> str | dict[str, Any]:

@@ -70,9 +70,14 @@ def playground(page: Page) -> None:
             page.screenshot(path=str(ASSETS / "playground.png"))
 
 
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        """No line per request."""
+
+
 def docs_home(page: Page) -> None:
     site = ROOT / ".site"
-    handler = partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
+    handler = partial(QuietHandler, directory=str(site))
     port = free_port()
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
