@@ -47,6 +47,7 @@ NOT_RUN = {
 }
 SERVER_URL = re.compile(r"(?:http://)?(?:localhost|127\.0\.0\.1):3000")
 UNTIL = re.compile(r'until "(?P<text>[^"]+)"')
+COMMAND = re.compile(r"^\s*\$?\s*(liz|make|curl|pip|python|uvicorn|pytest)\s", re.M)
 
 
 @dataclass(frozen=True)
@@ -162,6 +163,17 @@ def skip_if_not_run(block: Block) -> None:
 def test_the_docs_have_examples_to_run() -> None:
     assert len(PYTHON) >= 5
     assert len(SHELL_BLOCKS) >= 5
+
+
+def test_no_command_hides_in_a_block_without_a_language() -> None:
+    """Commands go in bash blocks, which run; a block without a language is not run."""
+    hidden = [
+        f"{page.relative_to(ROOT)}: {match.group('code')[:60]!r}"
+        for page in PAGES
+        for match in FENCE.finditer(page.read_text(encoding="utf-8"))
+        if not match.group("lang") and COMMAND.search(match.group("code"))
+    ]
+    assert not hidden, "give these blocks a language (bash runs; text is output or syntax)"
 
 
 def test_every_marker_is_known() -> None:
