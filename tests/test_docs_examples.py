@@ -36,6 +36,12 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 FENCE = re.compile(
     r"^(?P<indent> *)```(?P<lang>[\w-]*)[^\n]*\n(?P<code>.*?)^(?P=indent)```", re.S | re.M
 )
+# The comments just above a block, one a line:
+#   <!-- needs: credentials -->      not run (NOT_RUN says why; the test reports it skipped)
+#   <!-- runs: until "TEXT" -->      runs until it prints TEXT, then is stopped (a server)
+#   <!-- runs: against liz serve --> runs with `liz serve` up, localhost:3000 meaning it
+# Servers get a free port (SERVER_PORT); blocks using the scripted model run without the
+# real LLM's settings, which it refuses to start beside.
 MARKER = re.compile(r"<!--\s*(?P<kind>needs|runs):\s*(?P<what>.*?)\s*-->\s*$")
 FILE_NAME = re.compile(r"#\s*([\w/.-]+\.py)\b")
 SHELL = {"bash", "sh", "shell", "console"}
@@ -47,6 +53,8 @@ NOT_RUN = {
 }
 SERVER_URL = re.compile(r"(?:http://)?(?:localhost|127\.0\.0\.1):3000")
 UNTIL = re.compile(r'until "(?P<text>[^"]+)"')
+SCRIPTED = re.compile(r"--scripted\b|\bscripted-llm\b")
+REAL_LLM = {"OPENAI_API_KEY", "OPENROUTER_API_KEY", "OPENAI_BASE_URL"}
 COMMAND = re.compile(r"^\s*\$?\s*(liz|make|curl|pip|python|uvicorn|pytest)\s", re.M)
 
 
@@ -56,7 +64,8 @@ class Block:
     line: int
     lang: str
     code: str
-    marker: tuple[str, str] | None
+    needs: str | None  # why it is not run (NOT_RUN)
+    runs: str | None  # how it runs: 'until "TEXT"' or 'against liz serve'
 
     @property
     def id(self) -> str:
@@ -77,8 +86,12 @@ def blocks() -> list[Block]:
             lang = match.group("lang").lower()
             if lang not in RUNNABLE:
                 continue
-            before = text[: match.start()].rstrip("\n").rsplit("\n", 1)[-1]
-            marked = MARKER.search(before)
+            marks = {}
+            for before in reversed(text[: match.start()].rstrip("\n").split("\n")):
+                marked = MARKER.search(before)
+                if not marked:
+                    break
+                marks[marked.group("kind")] = marked.group("what")
             indent = len(match.group("indent"))
             code = "\n".join(line[indent:] for line in match.group("code").splitlines()) + "\n"
             found.append(
@@ -87,7 +100,8 @@ def blocks() -> list[Block]:
                     line=text.count("\n", 0, match.start()) + 1,
                     lang="python" if lang in {"python", "py"} else "shell",
                     code=code,
-                    marker=(marked.group("kind"), marked.group("what")) if marked else None,
+                    needs=marks.get("needs"),
+                    runs=marks.get("runs"),
                 )
             )
     return found
@@ -95,11 +109,11 @@ def blocks() -> list[Block]:
 
 def unique(found: list[Block]) -> list[Block]:
     """A block repeated word for word on another page runs once, under its first place."""
-    seen: set[tuple[str, str, tuple[str, str] | None]] = set()
+    seen: set[tuple[str, str, str | None, str | None]] = set()
     kept = []
     for block in found:
-        if (block.lang, block.code, block.marker) not in seen:
-            seen.add((block.lang, block.code, block.marker))
+        if (block.lang, block.code, block.needs, block.runs) not in seen:
+            seen.add((block.lang, block.code, block.needs, block.runs))
             kept.append(block)
     return kept
 
@@ -155,9 +169,9 @@ def env(tmp_path: Path) -> Iterator[dict[str, str]]:
 
 
 def skip_if_not_run(block: Block) -> None:
-    if block.marker and block.marker[0] == "needs":
-        assert block.marker[1] in NOT_RUN, f"{block.id}: unknown marker needs: {block.marker[1]}"
-        pytest.skip(NOT_RUN[block.marker[1]])
+    if block.needs is not None:
+        assert block.needs in NOT_RUN, f"{block.id}: unknown marker needs: {block.needs}"
+        pytest.skip(NOT_RUN[block.needs])
 
 
 def test_the_docs_have_examples_to_run() -> None:
@@ -179,13 +193,11 @@ def test_no_command_hides_in_a_block_without_a_language() -> None:
 def test_every_marker_is_known() -> None:
     """A typo in a marker would leave a block unrun without anyone noticing."""
     for block in blocks():
-        if block.marker is None:
-            continue
-        kind, what = block.marker
-        if kind == "needs":
-            assert what in NOT_RUN, f"{block.id}: unknown marker needs: {what}"
-        else:
-            assert what == "against liz serve" or UNTIL.fullmatch(what), f"{block.id}: {what}"
+        if block.needs is not None:
+            assert block.needs in NOT_RUN, f"{block.id}: unknown marker needs: {block.needs}"
+        if block.runs is not None:
+            runs = block.runs
+            assert runs == "against liz serve" or UNTIL.fullmatch(runs), f"{block.id}: {runs}"
 
 
 @pytest.mark.parametrize("block", PYTHON, ids=[block.id for block in PYTHON])
@@ -216,7 +228,7 @@ def bash(code: str, cwd: Path, env: dict[str, str]) -> subprocess.Popen[str]:
     return subprocess.Popen(
         ["bash", "-e", "-o", "pipefail", "-c", code],
         cwd=cwd,
-        env={**os.environ, **env},
+        env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -252,17 +264,20 @@ def run_until(code: str, text: str, cwd: Path, env: dict[str, str]) -> str:
 def test_shell_block_runs(block: Block, project: Path, env: dict[str, str]) -> None:
     skip_if_not_run(block)
     cwd = ROOT if block.code.lstrip().startswith("make ") else project
-    what = block.marker[1] if block.marker else ""
+    what = block.runs or ""
+    full = {**os.environ, **env}
+    if SCRIPTED.search(block.code):  # the scripted model refuses to start beside a real one
+        full = {name: value for name, value in full.items() if name not in REAL_LLM}
     if until := UNTIL.fullmatch(what):
-        run_until(block.code, until.group("text"), cwd, env)
+        run_until(block.code, until.group("text"), cwd, full)
         return
     if what == "against liz serve":
         with liz_serve(env, project) as url:
-            process = bash(SERVER_URL.sub(url, block.code), cwd, env)
+            process = bash(SERVER_URL.sub(url, block.code), cwd, full)
             output, _ = process.communicate(timeout=120)
         assert process.returncode == 0, output
         assert '"error"' not in output and "event: error" not in output, output
         return
-    process = bash(block.code, cwd, env)
+    process = bash(block.code, cwd, full)
     output, _ = process.communicate(timeout=180)
     assert process.returncode == 0, output
