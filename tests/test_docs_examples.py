@@ -1,7 +1,8 @@
 """Every code block of the README and the docs that is meant to run runs, as written.
 
-Python blocks are saved under the file name their first line gives (``# app.py``), all in
-one project folder, and run against the scripted LLM server: ``test_*.py`` with pytest,
+Python blocks are saved under the file name their first line gives (``# app.py``; a page's
+unnamed blocks make one script, in order), all in one project folder, and run against
+the scripted LLM server: ``test_*.py`` with pytest,
 the others as scripts; a block defining ``app = App(...)`` is also served by ``liz serve``
 and every agent is sent a message. Shell blocks run in bash (``set -e``), in that folder
 (``make`` ones in the repository), with ``.venv/bin`` first on the PATH. A comment just
@@ -75,7 +76,35 @@ class Block:
     def file_name(self) -> str:
         first = self.code.splitlines()[0] if self.code.strip() else ""
         named = FILE_NAME.match(first)
-        return named.group(1) if named else f"example_{self.line}.py"
+        return named.group(1) if named else f"{self.page.stem.replace('-', '_')}_examples.py"
+
+    @property
+    def named(self) -> bool:
+        return bool(self.code.strip() and FILE_NAME.match(self.code.splitlines()[0]))
+
+
+def one_script_a_page(found: list[Block]) -> list[Block]:
+    """A page's blocks without a file name are one script, read in order, as a tutorial is."""
+    merged: dict[Path, Block] = {}
+    kept = []
+    for block in found:
+        if block.named:
+            kept.append(block)
+        elif block.page in merged:
+            first = merged[block.page]
+            whole = Block(
+                first.page,
+                first.line,
+                first.lang,
+                first.code + "\n\n" + block.code,
+                first.needs or block.needs,
+                first.runs,
+            )
+            kept[kept.index(first)] = merged[block.page] = whole
+        else:
+            merged[block.page] = block
+            kept.append(block)
+    return kept
 
 
 def blocks() -> list[Block]:
@@ -118,7 +147,7 @@ def unique(found: list[Block]) -> list[Block]:
     return kept
 
 
-PYTHON = unique([block for block in blocks() if block.lang == "python"])
+PYTHON = one_script_a_page(unique([block for block in blocks() if block.lang == "python"]))
 SHELL_BLOCKS = unique([block for block in blocks() if block.lang == "shell"])
 
 
