@@ -41,8 +41,8 @@ FENCE = re.compile(
 #   <!-- needs: credentials -->      not run (NOT_RUN says why; the test reports it skipped)
 #   <!-- runs: until "TEXT" -->      runs until it prints TEXT, then is stopped (a server)
 #   <!-- runs: against liz serve --> runs with `liz serve` up, localhost:3000 meaning it
-# Servers get a free port (SERVER_PORT); blocks using the scripted model run without the
-# real LLM's settings, which it refuses to start beside.
+# Servers get a free port (SERVER_PORT, and for `--port 3000` or 4010); blocks using the
+# scripted model run without the real LLM's settings, which it refuses to start beside.
 MARKER = re.compile(r"<!--\s*(?P<kind>needs|runs):\s*(?P<what>.*?)\s*-->\s*$")
 FILE_NAME = re.compile(r"#\s*([\w/.-]+\.py)\b")
 SHELL = {"bash", "sh", "shell", "console"}
@@ -52,6 +52,7 @@ NOT_RUN = {
     "credentials": "needs real credentials (an LLM key, X or a PostgreSQL server of yours)",
     "scripted-flag": "needs the --scripted flag (branch firsthour-code)",
 }
+FIXED_PORT = re.compile(r"--port (3000|4010)\b")  # a server the docs start: a free port instead
 SERVER_URL = re.compile(r"(?:http://)?(?:localhost|127\.0\.0\.1):3000")
 UNTIL = re.compile(r'until "(?P<text>[^"]+)"')
 SCRIPTED = re.compile(r"--scripted\b|\bscripted-llm\b")
@@ -294,19 +295,20 @@ def test_shell_block_runs(block: Block, project: Path, env: dict[str, str]) -> N
     skip_if_not_run(block)
     cwd = ROOT if block.code.lstrip().startswith("make ") else project
     what = block.runs or ""
+    code = FIXED_PORT.sub(f"--port {env['SERVER_PORT']}", block.code)
     full = {**os.environ, **env}
     if SCRIPTED.search(block.code):  # the scripted model refuses to start beside a real one
         full = {name: value for name, value in full.items() if name not in REAL_LLM}
     if until := UNTIL.fullmatch(what):
-        run_until(block.code, until.group("text"), cwd, full)
+        run_until(code, until.group("text"), cwd, full)
         return
     if what == "against liz serve":
         with liz_serve(env, project) as url:
-            process = bash(SERVER_URL.sub(url, block.code), cwd, full)
+            process = bash(SERVER_URL.sub(url, code), cwd, full)
             output, _ = process.communicate(timeout=120)
         assert process.returncode == 0, output
         assert '"error"' not in output and "event: error" not in output, output
         return
-    process = bash(block.code, cwd, full)
+    process = bash(code, cwd, full)
     output, _ = process.communicate(timeout=180)
     assert process.returncode == 0, output
