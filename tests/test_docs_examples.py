@@ -50,7 +50,6 @@ RUNNABLE = SHELL | {"python", "py"}
 # Why a marked block is not run; any other `needs:` fails the test.
 NOT_RUN = {
     "credentials": "needs real credentials (an LLM key, X or a PostgreSQL server of yours)",
-    "scripted-flag": "needs the --scripted flag (branch firsthour-code)",
 }
 FIXED_PORT = re.compile(r"--port (3000|4010)\b")  # a server the docs start: a free port instead
 SERVER_URL = re.compile(r"(?:http://)?(?:localhost|127\.0\.0\.1):3000")
