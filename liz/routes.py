@@ -6,10 +6,14 @@ A route produces the reply's text; ``create_memory`` keeps it in the conversatio
 from __future__ import annotations
 
 from liz.pipeline import AgentRequest, AgentResponse
+from liz.tools.turn import answer_with_tools
 from liz.types import Route
 
 
 async def converse(req: AgentRequest, res: AgentResponse) -> None:
+    if req.agent.tools:
+        await answer_with_tools(req, res)
+        return
     system = req.agent.get_system_prompt()
     if res.streaming:
         parts = []

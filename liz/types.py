@@ -29,6 +29,7 @@ Middleware = Callable[["AgentRequest", "AgentResponse", Next], Awaitable[None]]
 RouteHandler = Callable[["AgentRequest", "AgentResponse"], Awaitable[None]]
 ErrorHandler = Callable[[Exception, "AgentRequest", "AgentResponse"], Awaitable[None]]
 TokenSink = Callable[[str], Awaitable[None]]
+EventSink = Callable[[str, dict[str, Any]], Awaitable[None]]  # a named SSE event and its data
 
 
 class Clock(Protocol):
