@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 from liz.character import Character
 from liz.errors import UsageError
@@ -15,6 +15,7 @@ from liz.tools.tool import Tool
 from liz.types import Middleware, Route
 
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
 
 SAMPLE_SIZE = 3
 
@@ -68,6 +69,14 @@ class BaseAgent:
                 "route names must be unique"
             )
         self._routes[route.name] = route
+
+    @overload
+    def tool(self, fn: F, /) -> F: ...
+
+    @overload
+    def tool(
+        self, fn: None = None, /, *, name: str | None = None, requires_approval: bool = False
+    ) -> Callable[[F], F]: ...
 
     def tool(
         self,
