@@ -8,6 +8,7 @@ from typing import Any
 
 import jwt
 import pytest
+from jsonschema import Draft202012Validator
 
 from liz.agent import BaseAgent
 from liz.testing.clock import ManualClock
@@ -169,3 +170,32 @@ async def test_the_twitter_loop_never_runs_a_tool_that_needs_approval(database_u
     assert res.reply is not None and res.reply.text == "I cannot refund here."
     assert refunds == []
     assert "approval" in scripted.chat_requests[-1].tool_results[0]["error"]
+
+
+def test_tool_events_pending_replies_and_decisions_match_the_api_document(
+    database_url: str,
+) -> None:
+    refunds: list[tuple[str, float]] = []
+    agent = refunding_agent(refunds)
+    scripted = ScriptedOpenAI()
+    with scripted.serve() as url:
+        pending = ask_for_refund(agent, database_url, scripted, url)
+        scripted.reply("Refunded.")
+        with served(app_at(agent, database_url, url, START)) as client:
+            document = client.get("/openapi.json", headers=bearer("ann")).json()
+            matches(document, "AgentReply", pending)
+            matches(document, "PendingApproval", pending["pendingApproval"])
+            path = f"/agent/approvals/{pending['pendingApproval']['id']}"
+            operation = document["paths"]["/agent/approvals/{approval_id}"]["post"]
+            events = operation["responses"]["200"]["content"]["text/event-stream"]["x-liz-events"]
+            response = stream(client, path, {"approve": True}, headers=bearer("ann"))
+            seen = set()
+            for name, data in events_of(response):
+                matches(document, events[name]["$ref"].split("/")[-1], data)
+                seen.add(name)
+    assert {"tool_call", "tool_result", "reply"} <= seen
+
+
+def matches(document: dict[str, Any], schema_name: str, body: Any) -> None:
+    root = {"$ref": f"#/components/schemas/{schema_name}", "components": document["components"]}
+    Draft202012Validator(root).validate(body)
