@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from liz.character import Character
 from liz.errors import UsageError
 from liz.templates import PromptTemplates, default_templates
 from liz.tools.declare import python_tool
-from liz.tools.mcp_servers import MCPServer, server_from_config
+
+if TYPE_CHECKING:
+    from liz.tools.mcp_servers import MCPServer
 from liz.tools.tool import Tool
 from liz.types import Middleware, Route
 
@@ -42,9 +44,12 @@ class BaseAgent:
         self.middleware: list[Middleware] = []
         self._tools: dict[str, Tool] = {}
         # MCP servers whose tools join this agent's (started and stopped with the app).
-        self.mcp_servers: list[MCPServer] = [
-            server_from_config(name, config) for name, config in character.mcp_servers.items()
-        ]
+        self.mcp_servers: list[MCPServer] = []
+        if character.mcp_servers:  # the mcp SDK takes a second to import: only when used
+            from liz.tools.mcp_servers import server_from_config
+
+            for name, config in character.mcp_servers.items():
+                self.mcp_servers.append(server_from_config(name, config))
 
     @property
     def agent_id(self) -> str:
