@@ -11,7 +11,9 @@ and answers the call's result with text. Three ways, taking turns in every round
 - liz's loop: ``ToolTurn.run`` (liz.tools.loop) on the same messages: the arguments
   validated by pydantic, the call run, the result serialised, both requests sent;
 - liz's turn: ``AgentFramework.process`` through the standard chain on a SQLite file
-  (memories loaded and stored, the tool call kept with the reply).
+  (memories loaded and stored, the tool call kept with the reply);
+- for scale, a turn of an agent without tools (one chat call) and its floor, one
+  ``create`` call: what the chain costs any turn, tools or not.
 
 Printed: the median over the rounds of CPU and wall time a turn, the ratio to the
 floor, and liz's own time over the floor in ms.
@@ -114,10 +116,30 @@ async def measure(base_url: str, rounds: int, turns: int, folder: Path) -> list[
             raise RuntimeError(f"the turn failed: {res.error}")
         return res.reply.text
 
+    plain_agent = BaseAgent(Character(agent_id="plain", name="Plain", system="You help."))
+    plain_agent.add_route(conversation)
+
+    async def plain_turn() -> object:
+        said = InputObject(agent_id="plain", user_id="u", text=PROMPT)
+        res = await framework.process(said, plain_agent)
+        if res.reply is None:
+            raise RuntimeError(f"the turn failed: {res.error}")
+        return res.reply.text
+
+    async def one_create() -> object:
+        messages = [{"role": "user", "content": PROMPT}]
+        answer = await sdk.chat.completions.create(
+            model="scripted-large",
+            messages=messages,  # type: ignore[arg-type]
+        )
+        return answer.choices[0].message.content
+
     ways: dict[str, Way] = {
         "floor: the SDK's two create calls": floor,
         "liz's loop (ToolTurn.run)": loop,
         "liz's turn (AgentFramework.process)": whole_turn,
+        "no tools: the SDK's one create call": one_create,
+        "no tools: liz's turn, one chat call": plain_turn,
     }
     for way in ways.values():  # warm up: connections, caches, the first imports
         for _ in range(5):
