@@ -8,13 +8,21 @@ from typing import Any
 
 import jwt
 import pytest
-from jsonschema import Draft202012Validator
 
 from liz.agent import BaseAgent
 from liz.testing.clock import ManualClock
 from liz.testing.openai_server import ScriptedOpenAI, call_tool
 from liz.types import InputObject, InputSource
-from tests.tools_world import _no_facts, events_of, say, served, stream, tool_agent, tool_app
+from tests.tools_world import (
+    _no_facts,
+    events_of,
+    matches,
+    say,
+    served,
+    stream,
+    tool_agent,
+    tool_app,
+)
 
 __all__ = ["_no_facts"]
 
@@ -194,8 +202,3 @@ def test_tool_events_pending_replies_and_decisions_match_the_api_document(
                 matches(document, events[name]["$ref"].split("/")[-1], data)
                 seen.add(name)
     assert {"tool_call", "tool_result", "reply"} <= seen
-
-
-def matches(document: dict[str, Any], schema_name: str, body: Any) -> None:
-    root = {"$ref": f"#/components/schemas/{schema_name}", "components": document["components"]}
-    Draft202012Validator(root).validate(body)

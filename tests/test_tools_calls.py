@@ -10,7 +10,16 @@ from pydantic import BaseModel
 
 from liz.testing.openai_server import ScriptedOpenAI, call_tool, call_tools
 from liz.tools import ToolContext
-from tests.tools_world import _no_facts, events_of, say, served, stream, tool_agent, tool_app
+from tests.tools_world import (
+    _no_facts,
+    events_of,
+    matches,
+    say,
+    served,
+    stream,
+    tool_agent,
+    tool_app,
+)
 
 __all__ = ["_no_facts"]
 
@@ -78,6 +87,11 @@ def test_a_streamed_turn_sends_tool_call_and_tool_result_events_among_the_tokens
         served(tool_app(clerk_with_orders([]), database_url, llm_url)) as client,
     ):
         events = events_of(stream(client, "/agent/input?trace=1", say()))
+        document = client.get("/openapi.json").json()
+    described = document["paths"]["/agent/input"]["post"]["responses"]["200"]["content"]
+    for name, data in events:  # each event as the API document describes it
+        ref = described["text/event-stream"]["x-liz-events"][name]["$ref"]
+        matches(document, ref.split("/")[-1], data)
     names = [name for name, _ in events]
     call = next(data for name, data in events if name == "tool_call")
     result = next(data for name, data in events if name == "tool_result")

@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
+from jsonschema import Draft202012Validator
 
 from liz.agent import BaseAgent
 from liz.app import App
@@ -91,3 +92,9 @@ def events_of(response: httpx.Response) -> list[tuple[str, dict[str, Any]]]:
 def stream(client: httpx.Client, path: str, body: dict[str, Any], **kw: Any) -> httpx.Response:
     headers = {"accept": "text/event-stream", **kw.pop("headers", {})}
     return client.post(path, json=body, headers=headers, **kw)
+
+
+def matches(document: dict[str, Any], schema_name: str, body: Any) -> None:
+    """Raise when ``body`` does not follow the API document's schema ``schema_name``."""
+    root = {"$ref": f"#/components/schemas/{schema_name}", "components": document["components"]}
+    Draft202012Validator(root).validate(body)

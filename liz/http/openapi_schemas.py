@@ -112,12 +112,14 @@ SCHEMAS: dict[str, Schema] = {
                 "type": "object",
                 "required": ["role", "content"],
                 "properties": {
-                    "role": {"type": "string", "enum": ["system", "user", "assistant"]},
+                    "role": {"type": "string", "enum": ["system", "user", "assistant", "tool"]},
                     "content": {
-                        "description": "Text, or content parts (text and image_url)",
+                        "description": "Text, or content parts (text and image_url); null "
+                        "for an assistant message that only calls tools",
                         "oneOf": [
                             {"type": "string"},
                             {"type": "array", "items": {"type": "object"}},
+                            {"type": "null"},
                         ],
                     },
                 },
