@@ -37,7 +37,8 @@ def conversation(memories: Iterable[Memory]) -> PromptText:
 
 def line(memory: Memory) -> str:
     """``memory`` as its conversation line, with its newline."""
-    text = memory.text + tool_note(memory.content)  # the reply's tool calls, if any
+    # The reply's tool calls, if any (a duck-typed memory without content has none).
+    text = memory.text + tool_note(getattr(memory, "content", None) or {})
     return _line(memory.generator, memory.user_id, memory.created_at, text)
 
 
