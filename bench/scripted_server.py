@@ -44,12 +44,15 @@ def fact_sentences() -> Iterator[str]:
 def serve(port: int, dim: int) -> None:
     import uvicorn
 
-    from liz.testing.openai_server import RecordedRequest, ScriptedOpenAI
+    from liz.testing.openai_server import RecordedRequest, ScriptedOpenAI, call_tool
 
     facts = fact_sentences()
     server = ScriptedOpenAI(embedding_dim=dim)
 
     def answer(request: RecordedRequest) -> Any:
+        if request.tool_names and request.messages[-1].get("role") != "tool":
+            # Tools offered and none called yet: call the first (bench/tools.py).
+            return call_tool(request.tool_names[0], {"city": "Oslo"})
         if request.schema_name == "ExtractedFacts":
             # One fact per message listed (several when learned together), naming it.
             count = max(request.prompt.count("<MESSAGE number="), 1)

@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
-from typing import TypeVar
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from liz.character import Character
 from liz.errors import UsageError
 from liz.pipeline import Middleware, Route
 from liz.templates import PromptTemplates, default_templates
+from liz.tools.declare import python_tool
+from liz.types import Tool
+
+if TYPE_CHECKING:
+    from liz.tools.mcp_servers import MCPServer
 
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
 
 SAMPLE_SIZE = 3
 
@@ -36,6 +42,14 @@ class BaseAgent:
         self._routes: dict[str, Route] = {}
         # Steps only this agent's inputs run through, after the app's own.
         self.middleware: list[Middleware] = []
+        self._tools: dict[str, Tool] = {}
+        # MCP servers whose tools join this agent's (started and stopped with the app).
+        self.mcp_servers: list[MCPServer] = []
+        if character.mcp_servers:  # the mcp SDK takes a second to import: only when used
+            from liz.tools.mcp_servers import server_from_config
+
+            for name, config in character.mcp_servers.items():
+                self.mcp_servers.append(server_from_config(name, config))
 
     @property
     def agent_id(self) -> str:
@@ -60,6 +74,77 @@ class BaseAgent:
                 "route names must be unique"
             )
         self._routes[route.name] = route
+
+    @overload
+    def tool(self, fn: F, /) -> F: ...
+
+    @overload
+    def tool(
+        self, fn: None = None, /, *, name: str | None = None, requires_approval: bool = False
+    ) -> Callable[[F], F]: ...
+
+    def tool(
+        self,
+        fn: Callable[..., Any] | None = None,
+        /,
+        *,
+        name: str | None = None,
+        requires_approval: bool = False,
+    ) -> Any:
+        """Declare a function the model may call, as ``@agent.tool`` or ``@agent.tool(...)``.
+
+        >>> @agent.tool(requires_approval=True)
+        ... def refund(order_id: str, amount: float) -> str:
+        ...     \"\"\"Refund an order.
+        ...
+        ...     Args:
+        ...         order_id: The order to refund.
+        ...         amount: How much, in euros.
+        ...     \"\"\"
+        """
+
+        def declare(function: Callable[..., Any]) -> Callable[..., Any]:
+            self.add_tool(function, name=name, requires_approval=requires_approval)
+            return function
+
+        return declare if fn is None else declare(fn)
+
+    def add_tool(
+        self,
+        fn: Callable[..., Any] | Tool,
+        *,
+        name: str | None = None,
+        requires_approval: bool = False,
+    ) -> Tool:
+        """Add a tool: a plain function (sync or async), described by its hints and docstring."""
+        tool = (
+            fn
+            if isinstance(fn, Tool)
+            else python_tool(fn, name=name, requires_approval=requires_approval)
+        )
+        if tool.name.startswith("mcp__"):
+            raise UsageError(f"tool {tool.name!r}: names starting with 'mcp__' are for MCP tools")
+        if tool.name in self._tools:
+            raise UsageError(
+                f"agent {self.agent_id!r} already has a tool named {tool.name!r}; "
+                "tool names must be unique (pass name=... to rename one)"
+            )
+        self._tools[tool.name] = tool
+        return tool
+
+    def add_mcp_server(self, server: MCPServer) -> None:
+        """Use an MCP server's tools (``liz.tools.mcp_servers.stdio_server``/``http_server``)."""
+        if any(known.name == server.name for known in self.mcp_servers):
+            raise UsageError(f"agent {self.agent_id!r} already has an MCP server {server.name!r}")
+        self.mcp_servers.append(server)
+
+    @property
+    def tools(self) -> dict[str, Tool]:
+        """Every tool the model may call now: the agent's own, then its MCP servers'."""
+        tools = dict(self._tools)
+        for server in self.mcp_servers:
+            tools.update((tool.name, tool) for tool in server.tools)
+        return tools
 
     def get_routes(self) -> list[Route]:
         return list(self._routes.values())

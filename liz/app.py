@@ -141,6 +141,7 @@ class App:
         """
         from liz.bootstrap import apply_prompts_dir, open_runtime
         from liz.db.migrate import upgrade_async
+        from liz.tools.mcp_lifecycle import mcp_servers_running
 
         if not self.agents:
             raise UsageError(
@@ -151,7 +152,10 @@ class App:
         apply_prompts_dir(self.agents.values(), settings.liz_prompts_dir)
         if self.migrate:
             await upgrade_async(settings.database_url, settings)
-        async with open_runtime(settings, llm_client=self._llm_client, clock=self._clock) as rt:
+        async with (
+            open_runtime(settings, llm_client=self._llm_client, clock=self._clock) as rt,
+            mcp_servers_running(self.agents.values()),
+        ):
             if rt.llm_client is None and not self._warned_no_llm:
                 self._warned_no_llm = True
                 logger.warning(

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import AliasChoices, Field, PrivateAttr, field_validator, model_validator
 
 from liz.templates import default_templates
+from liz.tools.mcp_config import MCPServerConfig
 from liz.types import CamelModel
 
 # Names given to the example users of Eliza's placeholders, in order ({{user1}} is the first).
@@ -65,6 +66,8 @@ class Character(CamelModel):
     topics: list[str] = Field(default_factory=list)
     style: Style = Field(default_factory=Style)
     adjectives: list[str] = Field(default_factory=list)
+    # MCP servers whose tools the agent uses, by name (Claude Desktop's mcpServers shape).
+    mcp_servers: dict[str, MCPServerConfig] = Field(default_factory=dict)
 
     _system_composed: bool = PrivateAttr(default=False)
 

@@ -44,6 +44,7 @@ USED_FIELDS = frozenset(
         *("name", "system", "system_prompt", "bio", "lore", "topics", "style", "adjectives"),
         *("messageExamples", "message_examples", "postExamples", "post_examples"),
         *("description", "traits", "background", "voice", "preferences"),
+        "mcpServers",
     }
 )
 # Fields only Eliza writes: a file with one of them is Eliza's, not Liz's.

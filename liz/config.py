@@ -50,6 +50,12 @@ class Settings(BaseSettings):
     # should not see the agents' prompts.
     liz_playground: bool = True
     liz_scripted_llm: bool = False
+    # Model requests that ask for tool calls, per turn, before the turn is stopped.
+    liz_tool_max_steps: int = Field(default=8, ge=1)
+    # Seconds one tool call may run before the model is told it timed out.
+    liz_tool_timeout: float = Field(default=30.0, gt=0)
+    # Seconds a tool call waiting for a person's approval may still be decided.
+    liz_tool_approval_ttl: float = Field(default=86400.0, gt=0)
 
     @field_validator("liz_cors_origins", mode="before")
     @classmethod

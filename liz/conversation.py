@@ -23,6 +23,7 @@ from jinja2.filters import do_indent
 
 from liz.prompt_text import PromptText, neutralize
 from liz.tokens import estimate_tokens
+from liz.tools.memory_lines import tool_note
 from liz.types import Memory
 
 # Lines kept: the last 100 messages of about a hundred busy conversations.
@@ -36,7 +37,9 @@ def conversation(memories: Iterable[Memory]) -> PromptText:
 
 def line(memory: Memory) -> str:
     """``memory`` as its conversation line, with its newline."""
-    return _line(memory.generator, memory.user_id, memory.created_at, memory.text)
+    # The reply's tool calls, if any (a duck-typed memory without content has none).
+    text = memory.text + tool_note(getattr(memory, "content", None) or {})
+    return _line(memory.generator, memory.user_id, memory.created_at, text)
 
 
 def line_tokens(memory: Memory) -> int:

@@ -8,7 +8,7 @@ anywhere reaches the framework's error handlers and becomes one error response.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -16,7 +16,7 @@ from liz.caller_errors import as_liz_error
 from liz.errors import LizError, UsageError
 from liz.runtime import Runtime
 from liz.trace import Trace
-from liz.types import AgentReply, InputObject, Memory, Next, TokenSink
+from liz.types import AgentReply, EventSink, InputObject, Memory, Next, TokenSink, Tool
 
 if TYPE_CHECKING:
     from liz.character import Character
@@ -58,6 +58,9 @@ class Agent(Protocol):
     @property
     def name(self) -> str: ...
 
+    @property
+    def tools(self) -> Mapping[str, Tool]: ...
+
     def get_routes(self) -> list[Route]: ...
 
     def get_system_prompt(self) -> str: ...
@@ -92,9 +95,18 @@ class AgentResponse:
     ``trace`` is what the turn did (:mod:`liz.trace`).
     """
 
-    def __init__(self, input: InputObject, *, on_token: TokenSink | None = None) -> None:
+    def __init__(
+        self,
+        input: InputObject,
+        *,
+        on_token: TokenSink | None = None,
+        on_event: EventSink | None = None,
+    ) -> None:
         self._input = input
         self._on_token = on_token
+        self._on_event = on_event
+        # More of the reply's content for the conversation log (a turn's tool calls).
+        self.memory_extras: dict[str, Any] = {}
         self.trace = Trace()
         self.reply: AgentReply | None = None
         self.kind = "text"
@@ -107,6 +119,11 @@ class AgentResponse:
     async def emit(self, token: str) -> None:
         if self._on_token is not None and not self.done:
             await self._on_token(token)
+
+    async def emit_event(self, name: str, data: dict[str, Any]) -> None:
+        """A named event among the tokens, for streaming callers (``tool_call``...)."""
+        if self._on_event is not None and not self.done:
+            await self._on_event(name, data)
 
     @property
     def done(self) -> bool:
@@ -218,6 +235,7 @@ class AgentFramework:
         agent: Agent,
         *,
         on_token: TokenSink | None = None,
+        on_event: EventSink | None = None,
         dry_run: bool = False,
     ) -> AgentResponse:
         """Run one input through the chain; always returns a reply or an error, never raises.
@@ -227,7 +245,7 @@ class AgentFramework:
         """
         chain = compose([*self._middleware, *agent.middleware, *self._chain])
         req = AgentRequest(input=input, agent=agent, runtime=self.runtime, dry_run=dry_run)
-        res = AgentResponse(input, on_token=on_token)
+        res = AgentResponse(input, on_token=on_token, on_event=on_event)
         with self.runtime.turns.one(), res.trace.recording():
             try:
                 await chain(req, res, _chain_end)

@@ -6,9 +6,13 @@ A route produces the reply's text; ``create_memory`` keeps it in the conversatio
 from __future__ import annotations
 
 from liz.pipeline import AgentRequest, AgentResponse, Route
+from liz.tools.turn import answer_with_tools
 
 
 async def converse(req: AgentRequest, res: AgentResponse) -> None:
+    if req.agent.tools:
+        await answer_with_tools(req, res)
+        return
     system = req.agent.get_system_prompt()
     if res.streaming:
         parts = []

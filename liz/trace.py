@@ -134,6 +134,8 @@ class Trace:
     llm_calls: list[LLMCall] = field(default_factory=list)
     route: RouteTrace | None = None
     recalled_facts: list[RecalledFact] = field(default_factory=list)
+    # Each tool call (liz.tools): id, name, arguments, ok, result or error, durationMs.
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
     _active: list[str] = field(default_factory=list, repr=False)
     _task: asyncio.Task[Any] | None = field(default=None, repr=False)
 
@@ -142,6 +144,7 @@ class Trace:
             "llmCalls": [call.to_json_dict() for call in self.llm_calls],
             "route": None if self.route is None else self.route.to_json_dict(),
             "recalledFacts": [fact.to_json_dict() for fact in self.recalled_facts],
+            "toolCalls": self.tool_calls,
             "steps": [step.to_json_dict() for step in self.steps],
         }
 

@@ -12,6 +12,7 @@ import asyncio
 import json
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal, Protocol
@@ -21,6 +22,7 @@ from pydantic.alias_generators import to_camel
 
 Next = Callable[[], Awaitable[None]]
 TokenSink = Callable[[str], Awaitable[None]]
+EventSink = Callable[[str, dict[str, Any]], Awaitable[None]]  # a named SSE event and its data
 
 
 class Clock(Protocol):
@@ -129,3 +131,29 @@ class AgentReply(CamelModel):
     agent_id: str
     user_id: str
     room_id: str
+
+
+# A tool as the call loop sees it (liz.tools declares them from functions).
+ToolRun = Callable[[Any, dict[str, Any]], Awaitable[Any]]  # (the ToolContext or None, arguments)
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One function the model may call. ``run`` takes the turn and the model's arguments."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    run: ToolRun
+    requires_approval: bool = False
+
+    def spec(self) -> dict[str, Any]:
+        """The tool as the chat completions API's ``tools`` list takes it."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }

@@ -54,7 +54,7 @@ async def create_memory(req: AgentRequest, res: AgentResponse, next: Next) -> No
         if learn:
             await _learn_without_reply(req, said.id)
         return
-    reply = _memory(req, {"text": res.reply.text}, res.kind, "llm")
+    reply = _memory(req, {"text": res.reply.text, **res.memory_extras}, res.kind, "llm")
     if not learn:
         await store_memory(engine, reply)
         return

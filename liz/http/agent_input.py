@@ -25,7 +25,7 @@ from liz.http.errors import error_body, log_failure, request_id_of, retry_after_
 from liz.http.idempotency import KeyClaim, Outcome, claim
 from liz.http.trace_opt_in import wants_trace
 from liz.pipeline import AgentFramework, AgentResponse
-from liz.types import InputObject, TokenSink
+from liz.types import EventSink, InputObject, TokenSink
 
 
 async def agent_input(request: Request) -> Response:
@@ -81,12 +81,13 @@ async def take_turn(
     on_token: TokenSink | None = None,
     *,
     traced: bool = False,
+    on_event: EventSink | None = None,
 ) -> tuple[Outcome, dict[str, Any] | None]:
     """Run the turn until the request's deadline: the reply (with its trace when asked),
     or the failure as an answer; and the trace on its own, for a stream."""
     try:
         async with within_deadline(request):
-            res = await framework.process(input, agent, on_token=on_token)
+            res = await framework.process(input, agent, on_token=on_token, on_event=on_event)
     except LizError as exc:  # the deadline passed
         return failure(exc, request), None
     trace = res.trace.to_json_dict() if traced else None
@@ -131,10 +132,13 @@ async def stream_events(
     async def on_token(token: str) -> None:
         await events.put(sse("token", {"text": token}))
 
+    async def on_event(name: str, data: dict[str, Any]) -> None:
+        await events.put(sse(name, data))
+
     async def run() -> None:
         try:
             result, trace = await take_turn(
-                request, framework, input, agent, on_token, traced=traced
+                request, framework, input, agent, on_token, traced=traced, on_event=on_event
             )
             if trace is not None:
                 await events.put(sse("trace", trace))

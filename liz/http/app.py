@@ -16,6 +16,7 @@ from liz.agent import BaseAgent
 from liz.config import Settings
 from liz.facts.http import fact_routes
 from liz.http.agent_input import agent_input
+from liz.http.approvals import decide_approval
 from liz.http.edge import edge_middleware
 from liz.http.errors import exception_handlers
 from liz.http.info import health, list_agents
@@ -32,6 +33,7 @@ Lifespan = Callable[[Starlette], AbstractAsyncContextManager[None]]
 def routes(settings: Settings) -> list[BaseRoute]:
     return [
         Route("/agent/input", agent_input, methods=["POST"]),
+        Route("/agent/approvals/{approval_id}", decide_approval, methods=["POST"]),
         Route("/agents", list_agents, methods=["GET"]),
         Route("/health", health, methods=["GET"]),
         *fact_routes(),

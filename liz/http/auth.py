@@ -35,6 +35,8 @@ USER_PATHS = frozenset(
     }
 )
 _USER_SCOPED_PATH = re.compile(r"/agents/[^/]+/users/(?P<user>[^/]+)(?:/.*)?")
+# A pending tool call: its handler checks the approval is the token's user's own.
+_APPROVAL_PATH = re.compile(r"/agent/approvals/[^/]+")
 JWT_ALGORITHM = "HS256"
 BAD_SUBJECT = "the token's sub must be a userId: visible text, at most 256 characters"
 CLOCK_SKEW_SECONDS = 30
@@ -152,6 +154,8 @@ class Authenticate:
     @staticmethod
     def check_user_path(caller: Caller, method: str, path: str) -> None:
         if (method, path) in USER_PATHS:
+            return
+        if method == "POST" and _APPROVAL_PATH.fullmatch(path):
             return
         scoped = _USER_SCOPED_PATH.fullmatch(path)
         if scoped is None:

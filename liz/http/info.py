@@ -13,6 +13,7 @@ from liz.agent import BaseAgent
 from liz.db.health import database_problem
 from liz.learning_queue.health import learning_backlog
 from liz.pipeline import AgentFramework
+from liz.tools.mcp_lifecycle import mcp_health
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +50,8 @@ async def health(request: Request) -> Response:
     status = 200 if database == "ok" else 503
     body: dict[str, Any] = {"status": "ok" if status == 200 else "degraded"}
     body.update(database=database, llm=llm)
+    if servers := mcp_health(request.app.state.agents.values()):  # liz.tools
+        body["mcp"] = servers
     if framework.runtime.facts is not None:  # the facts still to learn
         body["learning"] = await learning_backlog(framework.runtime)
     return JSONResponse(body, status_code=status)

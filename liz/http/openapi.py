@@ -16,6 +16,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from liz.facts.http import FACTS
+from liz.http.approvals_openapi import TOOL_SSE_EVENTS, approval_operations
 from liz.http.openapi_schemas import SCHEMAS, Schema, ref, string
 from liz.playground.pages import render_page
 
@@ -24,6 +25,7 @@ SSE_EVENTS = {
     "trace": ("Trace", "Only with ?trace=1: what the turn did, once, before reply or error"),
     "reply": ("AgentReply", "The whole reply, last (without trace)"),
     "error": ("StreamError", "The turn failed, last"),
+    **TOOL_SSE_EVENTS,
 }
 FAILURES = {
     "400": "The request is wrong; the error says what to fix",
@@ -76,7 +78,9 @@ def operations() -> dict[str, dict[str, Any]]:
     sse_description = "\n".join(
         f"- `{name}`: {ref_name} — {meaning}" for name, (ref_name, meaning) in SSE_EVENTS.items()
     )
+    events = {name: ref(ref_name) for name, (ref_name, _) in SSE_EVENTS.items()}
     return {
+        **approval_operations(sse_description, events),
         "/agent/input": {
             "post": {
                 "tags": ["agents"],

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from liz.http.approvals_openapi import TOOL_CALLS_IN_TRACE, TOOL_SCHEMAS
+
 Schema = dict[str, Any]
 
 
@@ -82,6 +84,7 @@ SCHEMAS: dict[str, Schema] = {
             userId=string("The user it answered"),
             roomId=string("The room of the conversation"),
             trace={**ref("Trace"), "description": "Only with ?trace=1: what the turn did"},
+            pendingApproval={**ref("PendingApproval"), "description": "A call waits (tools)"},
         ),
         "additionalProperties": True,
     },
@@ -95,6 +98,7 @@ SCHEMAS: dict[str, Schema] = {
         },
         recalledFacts=array(ref("RecalledFact"), "The facts put in the prompt, best first"),
         steps=array(ref("StepTiming"), "Each middleware step, in the order it started"),
+        toolCalls=TOOL_CALLS_IN_TRACE,
     ),
     "LLMCall": obj(
         "One chat request, exactly as sent to the LLM.",
@@ -108,12 +112,14 @@ SCHEMAS: dict[str, Schema] = {
                 "type": "object",
                 "required": ["role", "content"],
                 "properties": {
-                    "role": {"type": "string", "enum": ["system", "user", "assistant"]},
+                    "role": {"type": "string", "enum": ["system", "user", "assistant", "tool"]},
                     "content": {
-                        "description": "Text, or content parts (text and image_url)",
+                        "description": "Text, or content parts (text and image_url); null "
+                        "for an assistant message that only calls tools",
                         "oneOf": [
                             {"type": "string"},
                             {"type": "array", "items": {"type": "object"}},
+                            {"type": "null"},
                         ],
                     },
                 },
@@ -148,6 +154,7 @@ SCHEMAS: dict[str, Schema] = {
         totalMs={"type": "number", "description": "From entering the step to its return"},
         ownMs={"type": "number", "description": "totalMs without the steps after it"},
     ),
+    **TOOL_SCHEMAS,
     "TokenEvent": obj("A piece of the reply, as it is written.", ["text"], text=string("Text")),
     "StreamError": obj(
         "The turn failed after the stream started.",

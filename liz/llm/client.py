@@ -31,6 +31,7 @@ from liz.llm.errors import LLMOutputError
 from liz.llm.messages import Prompt, build_messages
 from liz.llm.output import answer_text, parse_answer, refusal_note
 from liz.llm.schema import response_schema, schema_name
+from liz.llm.tool_calls import TextSink, ToolStep, tool_step
 from liz.templates import PromptTemplates, default_templates
 
 if TYPE_CHECKING:
@@ -231,6 +232,19 @@ class LLMClient:
         chosen = model or self.model_for(size)
         async for delta in stream_deltas(self.openai, chosen, messages, temperature=temperature):
             yield delta
+
+    async def tool_step(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        *,
+        size: Size = "large",
+        on_text: TextSink | None = None,
+    ) -> ToolStep:
+        """One request offering ``tools`` (chat API ``tools`` entries) on ``messages`` as
+        given: the text and the calls the model asked for. Streamed when ``on_text`` is set.
+        """
+        return await tool_step(self.openai, self.model_for(size), messages, tools, on_text=on_text)
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One embedding vector per text, in the order given."""

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel
@@ -19,7 +20,43 @@ class ScriptedError:
     retry_after: float | None = None
 
 
-Answer = str | dict[str, Any] | list[Any] | BaseModel | ScriptedError
+@dataclass(frozen=True)
+class ScriptedCall:
+    """One call the scripted model makes: a tool name and its arguments (a dict, or any
+    text, to try arguments that are not JSON)."""
+
+    name: str
+    arguments: dict[str, Any] | str = field(default_factory=dict)
+
+    @property
+    def arguments_text(self) -> str:
+        return self.arguments if isinstance(self.arguments, str) else json.dumps(self.arguments)
+
+
+@dataclass(frozen=True)
+class ToolCalls:
+    """An answer that calls tools (all at once, in parallel), with optional text before."""
+
+    calls: tuple[ScriptedCall, ...]
+    text: str = ""
+
+
+def call_tool(
+    name: str, arguments: dict[str, Any] | str | None = None, *, text: str = ""
+) -> ToolCalls:
+    """The scripted model calls the tool ``name`` with ``arguments``.
+
+    >>> server.reply(call_tool("weather", {"city": "Paris"}), "It is sunny in Paris.")
+    """
+    return ToolCalls((ScriptedCall(name, {} if arguments is None else arguments),), text)
+
+
+def call_tools(*calls: tuple[str, dict[str, Any] | str], text: str = "") -> ToolCalls:
+    """The scripted model calls several tools in one answer: ``call_tools(("a", {}), ...)``."""
+    return ToolCalls(tuple(ScriptedCall(name, arguments) for name, arguments in calls), text)
+
+
+Answer = str | dict[str, Any] | list[Any] | BaseModel | ScriptedError | ToolCalls
 Responder = Callable[["RecordedRequest"], Answer | Awaitable[Answer]]
 
 
@@ -79,6 +116,28 @@ class RecordedRequest:
     @property
     def stream(self) -> bool:
         return self.body.get("stream") is True
+
+    @property
+    def tool_names(self) -> list[str]:
+        """The names of the tools the request offered the model."""
+        tools = self.body.get("tools")
+        return [
+            t["function"]["name"]
+            for t in tools or []
+            if isinstance(t, dict) and isinstance(t.get("function"), dict)
+        ]
+
+    @property
+    def tool_results(self) -> list[Any]:
+        """The content of every ``tool`` message (parsed JSON), in order."""
+        results = []
+        for message in self.messages:
+            if message.get("role") == "tool":
+                try:
+                    results.append(json.loads(message.get("content") or "null"))
+                except ValueError:
+                    results.append(message.get("content"))
+        return results
 
     @property
     def inputs(self) -> list[str]:

@@ -21,8 +21,10 @@ Example::
 
 Answers are used in order, one per chat request: a ``str`` becomes the message text,
 a ``dict``/``list``/pydantic model becomes JSON text, a :class:`ScriptedError` fails
-that request. With the queue empty, ``respond_with(fn)`` decides (``fn`` gets the
-:class:`RecordedRequest`); with neither, the request fails with a 500 saying so.
+that request, and ``call_tool(name, arguments)`` / ``call_tools(...)`` make the model
+call tools (function calling, whole or streamed). With the queue empty,
+``respond_with(fn)`` decides (``fn`` gets the :class:`RecordedRequest`); with neither,
+the request fails with a 500 saying so.
 ``fail_next(status)`` fails the next requests of any kind, before the queue is used,
 to exercise retries. The server is thread-safe: ``serve()`` runs it in its own thread.
 """
@@ -45,7 +47,16 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from liz.testing.openai_requests import Answer, RecordedRequest, Responder, ScriptedError
+from liz.testing.openai_requests import (
+    Answer,
+    RecordedRequest,
+    Responder,
+    ScriptedCall,
+    ScriptedError,
+    ToolCalls,
+    call_tool,
+    call_tools,
+)
 from liz.testing.openai_wire import (
     as_content,
     chunk,
@@ -55,6 +66,7 @@ from liz.testing.openai_wire import (
     scripted_embedding,
     server_sent_events,
     stream_chunks,
+    tool_call_items,
     usage,
 )
 from liz.testing.threaded_server import serve_in_thread
@@ -68,8 +80,12 @@ __all__ = [
     "Answer",
     "RecordedRequest",
     "Responder",
+    "ScriptedCall",
     "ScriptedError",
     "ScriptedOpenAI",
+    "ToolCalls",
+    "call_tool",
+    "call_tools",
     "scripted_embedding",
 ]
 
@@ -198,9 +214,12 @@ class ScriptedOpenAI:
         content = as_content(answer)
         completion_id = f"chatcmpl-scripted-{next(self._ids)}"
         token_usage = usage(recorded.prompt, content)
+        calls = tool_call_items(completion_id, answer) if isinstance(answer, ToolCalls) else None
         if not recorded.stream:
-            return JSONResponse(completion_body(completion_id, body["model"], content, token_usage))
-        chunks = stream_chunks(completion_id, body["model"], content)
+            return JSONResponse(
+                completion_body(completion_id, body["model"], content, token_usage, calls)
+            )
+        chunks = stream_chunks(completion_id, body["model"], content, calls)
         options = body.get("stream_options") or {}
         if isinstance(options, dict) and options.get("include_usage"):
             chunks.append(chunk(completion_id, body["model"], [], token_usage))

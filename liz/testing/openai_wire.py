@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel
 from starlette.responses import JSONResponse
 
-from liz.testing.openai_requests import Answer
+from liz.testing.openai_requests import Answer, ToolCalls
 
 _WORD = re.compile(r"\w+")
 _STREAM_PIECE = re.compile(r"\s*\S+|\s+$")
@@ -71,6 +71,8 @@ def as_content(answer: Answer) -> str:
     """A scripted answer as the message text: JSON for anything but a string."""
     if isinstance(answer, str):
         return answer
+    if isinstance(answer, ToolCalls):
+        return answer.text
     if isinstance(answer, BaseModel):
         return answer.model_dump_json()
     return json.dumps(answer)
@@ -86,17 +88,38 @@ def usage(prompt: str, content: str) -> dict[str, int]:
     }
 
 
+def tool_call_items(completion_id: str, answer: ToolCalls) -> list[dict[str, Any]]:
+    """The answer's calls as the API's ``tool_calls`` list, with ids unique to the answer."""
+    return [
+        {
+            "id": f"call_{completion_id.rsplit('-', 1)[-1]}_{index}",
+            "type": "function",
+            "function": {"name": call.name, "arguments": call.arguments_text},
+        }
+        for index, call in enumerate(answer.calls)
+    ]
+
+
 def completion_body(
-    completion_id: str, model: str, content: str, token_usage: dict[str, int]
+    completion_id: str,
+    model: str,
+    content: str,
+    token_usage: dict[str, int],
+    tool_calls: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """A whole (non-streamed) chat completion answering ``content``."""
-    message = {"role": "assistant", "content": content, "refusal": None}
+    """A whole (non-streamed) chat completion answering ``content`` (and ``tool_calls``)."""
+    message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": None}
+    finish = "stop"
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+        message["content"] = content or None
+        finish = "tool_calls"
     return {
         "id": completion_id,
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
-        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": "stop"}],
+        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
         "usage": token_usage,
     }
 
@@ -117,16 +140,36 @@ def chunk(
     }
 
 
-def stream_chunks(completion_id: str, model: str, content: str) -> list[dict[str, Any]]:
-    """OpenAI's chunk sequence: the role, one chunk per word, then the finish reason."""
+def stream_chunks(
+    completion_id: str,
+    model: str,
+    content: str,
+    tool_calls: list[dict[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
+    """OpenAI's chunk sequence: the role, one chunk per word, each tool call in pieces
+    (its id and name, then its arguments in two halves), then the finish reason."""
 
     def choice(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
         return {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
 
-    deltas = [{"role": "assistant", "content": ""}]
+    deltas: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
     deltas += [{"content": piece} for piece in _STREAM_PIECE.findall(content)]
+    for index, call in enumerate(tool_calls or []):
+        arguments = call["function"]["arguments"]
+        half = len(arguments) // 2
+        head = {"name": call["function"]["name"], "arguments": ""}
+        deltas.append(
+            {
+                "tool_calls": [
+                    {"index": index, "id": call["id"], "type": "function", "function": head}
+                ]
+            }
+        )
+        for piece in (arguments[:half], arguments[half:]):
+            deltas.append({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
     chunks = [chunk(completion_id, model, [choice(delta)]) for delta in deltas]
-    chunks.append(chunk(completion_id, model, [choice({}, "stop")]))
+    finish = "tool_calls" if tool_calls else "stop"
+    chunks.append(chunk(completion_id, model, [choice({}, finish)]))
     return chunks
 
 

@@ -154,6 +154,43 @@
       el("p", { className: "hint", text: "Own: the step alone. Total: with the steps after it." }));
   }
 
+  function showTools(trace) {
+    const box = $("tools");
+    const calls = trace.toolCalls || [];
+    box.replaceChildren(calls.length ? el("ol", { className: "recalled" }, ...calls.map((call) =>
+      el("li", {}, el("strong", { text: call.name }),
+        el("pre", { text: JSON.stringify(call.arguments) }),
+        el("pre", { className: call.ok ? "" : "error",
+          text: call.ok ? JSON.stringify(call.result) : call.error }),
+        el("span", { className: "score", text: call.durationMs.toFixed(1) + " ms" }))))
+      : el("p", { className: "empty", text: "No tool was called for this reply." }));
+  }
+
+  function toolLine(item, text, isError) {
+    item.insertBefore(el("p", { className: isError ? "tool error" : "tool", text }),
+      item.querySelector(".pick"));
+  }
+
+  function offerApproval(item, pending) {
+    const ask = el("p", { className: "approval",
+      text: "Run " + pending.tool + " " + JSON.stringify(pending.arguments) + "?" });
+    const decide = async (approve) => {
+      ask.remove();
+      const response = await api("/agent/approvals/" + encodeURIComponent(pending.id), {
+        method: "POST",
+        headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
+        body: JSON.stringify({ approve }),
+      });
+      await converse(response, approve ? "Approved " + pending.tool : "Denied " + pending.tool);
+    };
+    for (const [label, approve] of [["Approve", true], ["Deny", false]]) {
+      const button = el("button", { type: "button", text: label });
+      button.addEventListener("click", () => decide(approve));
+      ask.append(" ", button);
+    }
+    item.append(ask);
+  }
+
   function showTurn(turn) {
     selectedTurn = turn;
     for (const item of messages.querySelectorAll(".agent")) {
@@ -165,6 +202,7 @@
     showRoute(turn.trace);
     showRecalled(turn.trace);
     showSteps(turn.trace);
+    showTools(turn.trace);
   }
 
   // --- the conversation --------------------------------------------------------------
@@ -183,6 +221,15 @@
     const { agentId, userId } = scope();
     messages.append(el("li", { className: "user" }, el("span", { className: "who", text: userId }),
       el("p", { text })));
+    const response = await api("/agent/input?trace=1", {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
+      body: JSON.stringify({ input: { agentId, userId, text } }),
+    });
+    await converse(response, text);
+  }
+
+  async function converse(response, text) {
     const reply = el("p", { className: "streaming" });
     const pick = el("button", { type: "button", className: "quiet pick", text: "Show trace" });
     const item = el("li", { className: "agent" },
@@ -191,12 +238,6 @@
     const turn = { said: text, item, trace: null };
     pick.addEventListener("click", () => showTurn(turn));
     item.scrollIntoView({ block: "end" });
-
-    const response = await api("/agent/input?trace=1", {
-      method: "POST",
-      headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
-      body: JSON.stringify({ input: { agentId, userId, text } }),
-    });
     if (!response.ok) {
       reply.classList.remove("streaming");
       reply.classList.add("error");
@@ -219,8 +260,14 @@
         } else if (event.name === "trace") {
           turn.trace = event.data;
           showTurn(turn);
+        } else if (event.name === "tool_call") {
+          toolLine(item, "→ " + event.data.name + " " + JSON.stringify(event.data.arguments));
+        } else if (event.name === "tool_result") {
+          toolLine(item, "← " + (event.data.ok ? JSON.stringify(event.data.result)
+            : event.data.error), !event.data.ok);
         } else if (event.name === "reply") {
           reply.textContent = event.data.text;
+          if (event.data.pendingApproval) offerApproval(item, event.data.pendingApproval);
         } else if (event.name === "error") {
           reply.classList.add("error");
           reply.textContent = event.data.error;

@@ -1,0 +1,118 @@
+"""One chat request that offers tools: the answer's text and the calls the model asked for.
+
+Streamed answers give their text deltas to ``on_text`` as they come, and their calls,
+which arrive in pieces, put back together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import openai
+from openai import AsyncOpenAI, AsyncStream
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
+
+from liz.llm.errors import translate_openai_error
+from liz.trace import record_llm_call
+
+TextSink = Callable[[str], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class RequestedCall:
+    """A call the model asked for; ``arguments`` is the JSON text it wrote."""
+
+    id: str
+    name: str
+    arguments: str
+
+    def to_message(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": self.arguments},
+        }
+
+
+@dataclass
+class ToolStep:
+    """The model's answer to one request: text, and the calls it wants made (maybe none)."""
+
+    text: str = ""
+    calls: list[RequestedCall] = field(default_factory=list)
+
+    def assistant_message(self) -> dict[str, Any]:
+        """The answer as the assistant message the next request repeats."""
+        message: dict[str, Any] = {"role": "assistant", "content": self.text or None}
+        if self.calls:
+            message["tool_calls"] = [call.to_message() for call in self.calls]
+        return message
+
+
+async def tool_step(
+    client: AsyncOpenAI,
+    model: str,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]],
+    *,
+    on_text: TextSink | None = None,
+) -> ToolStep:
+    """Ask once, offering ``tools``; streamed when ``on_text`` is given."""
+    body: dict[str, Any] = {"model": model, "messages": messages, "stream": on_text is not None}
+    if tools:
+        body["tools"] = tools
+    record_llm_call(model, messages, streamed=on_text is not None)
+    try:
+        if on_text is None:
+            completion = await client.post("/chat/completions", body=body, cast_to=ChatCompletion)
+            return _whole(completion)
+        chunks = await client.post(
+            "/chat/completions",
+            body=body,
+            cast_to=ChatCompletion,
+            stream=True,
+            stream_cls=AsyncStream[ChatCompletionChunk],
+        )
+        try:
+            return await _streamed(chunks, on_text)
+        finally:
+            await chunks.close()
+    except openai.OpenAIError as exc:
+        raise translate_openai_error(exc, model=model) from exc
+
+
+def _whole(completion: ChatCompletion) -> ToolStep:
+    if not completion.choices:
+        return ToolStep()
+    message = completion.choices[0].message
+    calls = [
+        RequestedCall(call.id, call.function.name, call.function.arguments or "")
+        for call in message.tool_calls or []
+        if call.type == "function"
+    ]
+    return ToolStep(message.content or "", calls)
+
+
+async def _streamed(chunks: AsyncStream[ChatCompletionChunk], on_text: TextSink) -> ToolStep:
+    text: list[str] = []
+    pieces: dict[int, dict[str, str]] = {}  # call index -> id, name, arguments so far
+    async for chunk in chunks:
+        for choice in chunk.choices:
+            delta = choice.delta
+            if delta.content:
+                text.append(delta.content)
+                await on_text(delta.content)
+            for part in delta.tool_calls or []:
+                call = pieces.setdefault(part.index, {"id": "", "name": "", "arguments": ""})
+                if part.id:
+                    call["id"] = part.id
+                if part.function is not None:
+                    call["name"] += part.function.name or ""
+                    call["arguments"] += part.function.arguments or ""
+    calls = [
+        RequestedCall(c["id"] or f"call_{index}", c["name"], c["arguments"])
+        for index, c in sorted(pieces.items())
+    ]
+    return ToolStep("".join(text), calls)

@@ -1,0 +1,111 @@
+"""Run one call the model asked for; whatever goes wrong becomes an error the model can read."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+from pydantic_core import PydanticSerializationError, to_jsonable_python
+
+from liz.llm.tool_calls import RequestedCall
+from liz.tools.context import ToolContext
+from liz.types import Tool
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class CallOutcome:
+    """What came of one call: its result (JSON-ready) or an error, and how long it took."""
+
+    id: str
+    name: str
+    arguments: Any  # the parsed arguments, or the raw text when it was not JSON
+    ok: bool
+    result: Any = None
+    error: str | None = None
+    duration_ms: float = 0.0
+
+    def message(self) -> dict[str, Any]:
+        """The ``tool`` message that answers the call."""
+        content = self.result if self.ok else {"error": self.error}
+        return {"role": "tool", "tool_call_id": self.id, "content": json.dumps(content)}
+
+    def result_event(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"id": self.id, "ok": self.ok}
+        if self.ok:
+            body["result"] = self.result
+        else:
+            body["error"] = self.error
+        return body
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "arguments": self.arguments,
+            **self.result_event(),
+            "durationMs": round(self.duration_ms, 3),
+        }
+
+
+def parsed_arguments(call: RequestedCall) -> Any:
+    """The call's arguments as JSON; the raw text when they are not JSON."""
+    try:
+        return json.loads(call.arguments) if call.arguments.strip() else {}
+    except ValueError:
+        return call.arguments
+
+
+def refused(call: RequestedCall, error: str) -> CallOutcome:
+    """A call answered with ``error`` without running anything."""
+    return CallOutcome(call.id, call.name, parsed_arguments(call), False, error=error)
+
+
+async def run_call(
+    call: RequestedCall,
+    tool: Tool | None,
+    ctx: ToolContext | None,
+    known: list[str],
+    timeout: float,
+) -> CallOutcome:
+    """Run ``call`` on ``tool`` (None: the model made the name up) within ``timeout`` seconds."""
+    arguments = parsed_arguments(call)
+    started = time.perf_counter()
+
+    def done(ok: bool, result: Any = None, error: str | None = None) -> CallOutcome:
+        took = (time.perf_counter() - started) * 1000
+        return CallOutcome(call.id, call.name, arguments, ok, result, error, took)
+
+    if tool is None:
+        names = ", ".join(known) or "none"
+        return done(False, error=f"there is no tool named {call.name!r}; the tools are: {names}")
+    if not isinstance(arguments, dict):
+        return done(False, error="the arguments must be a JSON object of the tool's parameters")
+    try:
+        value = await asyncio.wait_for(tool.run(ctx, arguments), timeout)
+    except ValidationError as exc:
+        return done(False, error=f"the arguments do not fit {call.name}: {_problems(exc)}")
+    except TimeoutError:
+        return done(False, error=f"{call.name} did not finish within {timeout:g} seconds")
+    except Exception as exc:
+        logger.info("tool %s failed: %s: %s", call.name, type(exc).__name__, exc)
+        return done(False, error=f"{call.name} failed: {type(exc).__name__}: {exc}")
+    try:
+        result = to_jsonable_python(value)
+        json.dumps(result)
+    except (PydanticSerializationError, TypeError, ValueError) as exc:
+        return done(False, error=f"{call.name} returned a value that is not JSON: {exc}")
+    return done(True, result)
+
+
+def _problems(exc: ValidationError) -> str:
+    return "; ".join(
+        f"{'.'.join(str(p) for p in error['loc']) or 'arguments'}: {error['msg']}"
+        for error in exc.errors()
+    )

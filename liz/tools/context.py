@@ -1,0 +1,27 @@
+"""What a tool may receive about the turn that called it; the model never sees it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from liz.pipeline import Agent
+    from liz.runtime import Runtime
+    from liz.trace import Trace
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """The turn a tool runs in. Type a tool's first parameter as ``ToolContext`` to get it.
+
+    >>> @agent.tool
+    ... async def my_orders(ctx: ToolContext) -> list[str]:
+    ...     return await orders_of(ctx.user_id)
+    """
+
+    runtime: Runtime
+    agent: Agent
+    user_id: str
+    room_id: str
+    trace: Trace

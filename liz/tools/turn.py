@@ -1,0 +1,64 @@
+"""A route's LLM step with the agent's tools: the call loop, then the reply.
+
+Any route may call :func:`answer_with_tools` in place of ``llm.text``; the conversation
+route does when its agent has tools. A call that waits for approval ends the turn with
+a reply carrying ``pendingApproval``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from liz.llm.messages import build_messages
+from liz.tools.approvals import pending_approval
+from liz.tools.context import ToolContext
+from liz.tools.loop import LoopEnd, ToolLimits, ToolTurn
+from liz.types import InputSource
+
+if TYPE_CHECKING:
+    from liz.config import Settings
+    from liz.pipeline import AgentRequest, AgentResponse
+
+# Inputs a person can answer: an approval asked of a mention on X would reach no one.
+APPROVING_SOURCES = frozenset({InputSource.NETWORK, InputSource.CLI})
+
+
+def limits_of(settings: Settings) -> ToolLimits:
+    return ToolLimits(max_steps=settings.liz_tool_max_steps, call_timeout=settings.liz_tool_timeout)
+
+
+def tool_turn(req: AgentRequest, res: AgentResponse) -> ToolTurn:
+    """The loop for this turn, streaming into ``res`` when the caller streams."""
+    ctx = ToolContext(req.runtime, req.agent, req.input.user_id, req.input.room, res.trace)
+    return ToolTurn(
+        llm=req.runtime.llm,
+        tools=req.agent.tools,
+        ctx=ctx,
+        limits=limits_of(req.runtime.settings),
+        can_approve=req.input.source in APPROVING_SOURCES,
+        on_text=res.emit if res.streaming else None,
+        on_event=res.emit_event,
+    )
+
+
+async def answer_with_tools(req: AgentRequest, res: AgentResponse) -> None:
+    """Answer ``req.context`` with the agent's tools at hand, and send the reply."""
+    messages = build_messages(
+        req.context, system=req.agent.get_system_prompt(), image_urls=req.input.image_urls
+    )
+    end = await tool_turn(req, res).run(messages, [])
+    pending = None
+    if end.pending is not None and not req.dry_run:
+        pending = await pending_approval(req.runtime, req.input, end)
+    await send_end(res, end, pending)
+
+
+async def send_end(res: AgentResponse, end: LoopEnd, pending: dict[str, Any] | None) -> None:
+    """Send the loop's reply, its calls kept for the conversation log."""
+    if end.calls:
+        res.memory_extras["toolCalls"] = [call.to_json_dict() for call in end.calls]
+    if pending is not None:
+        res.memory_extras["pendingApproval"] = pending
+    await res.send(end.text)
+    if pending is not None and res.reply is not None:
+        setattr(res.reply, "pendingApproval", pending)  # noqa: B010 (an extra field of the reply)
