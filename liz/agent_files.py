@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from liz.agent import BaseAgent
-from liz.character_formats import read_character_file
+from liz.character import read_character_file
 from liz.errors import UsageError
 from liz.routes import standard_routes
 from liz.templates import PromptTemplates, default_templates

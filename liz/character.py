@@ -9,11 +9,27 @@ without a ``system`` prompt gets one composed from its name, bio, adjectives and
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import AliasChoices, Field, PrivateAttr, field_validator, model_validator
+from pydantic import (
+    AliasChoices,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
+from liz.character_formats import (
+    CharacterFileError,
+    describe_validation,
+    detect_format,
+    ignored_fields,
+    read_json_object,
+    to_liz_shape,
+)
 from liz.templates import default_templates
 from liz.tools.mcp_config import MCPServerConfig
 from liz.types import CamelModel
@@ -104,8 +120,6 @@ class Character(CamelModel):
         Raises :class:`liz.character_formats.CharacterFileError` (a ``ValueError``)
         naming the file and what is missing when the file cannot be understood.
         """
-        from liz.character_formats import read_character_file
-
         return read_character_file(Path(path)).character
 
 
@@ -147,3 +161,31 @@ def compose_system_prompt(character: Character) -> str:
         adjectives=character.adjectives,
         style=character.style.all + character.style.chat,
     )
+
+
+@dataclass(frozen=True)
+class CharacterFile:
+    """A character read from a file, with the format it was in and the fields liz ignores."""
+
+    path: Path
+    format: str
+    character: Character
+    ignored: tuple[str, ...]
+
+
+def read_character_file(path: Path) -> CharacterFile:
+    """Read and understand one character file; :class:`CharacterFileError` when it cannot be."""
+    return understand_character(read_json_object(path), path)
+
+
+def understand_character(data: dict[str, Any], path: Path) -> CharacterFile:
+    """A character from the parsed ``data`` of ``path``, in any of the formats liz reads."""
+    liz_data, problems = to_liz_shape(data)
+    character = None
+    try:
+        character = Character.model_validate(liz_data)
+    except ValidationError as exc:
+        problems += describe_validation(exc)
+    if problems or character is None:
+        raise CharacterFileError(f"{path}: not a valid character file: {'; '.join(problems)}")
+    return CharacterFile(path, detect_format(data), character, ignored_fields(data))

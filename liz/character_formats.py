@@ -20,13 +20,11 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from liz.character import Character
 from liz.errors import UsageError
 
 FORMATS = {
@@ -61,18 +59,8 @@ class CharacterFileError(UsageError, ValueError):
     """A character file liz cannot understand; the message names the file and what is missing."""
 
 
-@dataclass(frozen=True)
-class CharacterFile:
-    """A character read from a file, with the format it was in and the fields liz ignores."""
-
-    path: Path
-    format: str
-    character: Character
-    ignored: tuple[str, ...]
-
-
-def read_character_file(path: Path) -> CharacterFile:
-    """Read and understand one character file; :class:`CharacterFileError` when it cannot be."""
+def read_json_object(path: Path) -> dict[str, Any]:
+    """The JSON object in ``path``; :class:`CharacterFileError` when there is none."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -81,24 +69,24 @@ def read_character_file(path: Path) -> CharacterFile:
         raise CharacterFileError(f"{path}: not valid JSON: {exc}") from exc
     if not isinstance(data, dict):
         raise CharacterFileError(f"{path}: a character file must hold a JSON object")
-    return understand_character(data, path)
+    return data
 
 
-def understand_character(data: dict[str, Any], path: Path) -> CharacterFile:
-    """A character from the parsed ``data`` of ``path``, in any of :data:`FORMATS`."""
-    form = detect_format(data)
+def to_liz_shape(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """``data`` in any of :data:`FORMATS` in Liz's shape, and what is wrong with it."""
     problems: list[str] = []
     liz_data = _to_liz_shape(data, problems)
-    problems += _missing(liz_data)
-    character = None
-    try:
-        character = Character.model_validate(liz_data)
-    except ValidationError as exc:
-        problems += [_describe(error) for error in exc.errors() if not _named_above(error)]
-    if problems or character is None:
-        raise CharacterFileError(f"{path}: not a valid character file: {'; '.join(problems)}")
-    ignored = tuple(key for key, value in data.items() if key not in USED_FIELDS and value)
-    return CharacterFile(path, form, character, ignored)
+    return liz_data, problems + _missing(liz_data)
+
+
+def describe_validation(exc: ValidationError) -> list[str]:
+    """The problems pydantic found that :func:`to_liz_shape` did not already name."""
+    return [_describe(error) for error in exc.errors() if not _named_above(error)]
+
+
+def ignored_fields(data: dict[str, Any]) -> tuple[str, ...]:
+    """The fields of ``data`` that liz does not use (and that hold something)."""
+    return tuple(key for key, value in data.items() if key not in USED_FIELDS and value)
 
 
 def detect_format(data: dict[str, Any]) -> str:
