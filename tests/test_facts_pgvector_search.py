@@ -11,9 +11,8 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from liz.db.engine import make_sessionmaker
-from liz.facts.domain import EmbeddingMismatchError
-from liz.facts.index.postgres import PostgresFactIndex, nearest
-from liz.facts.index.protocol import Candidate
+from liz.facts.domain import Candidate, EmbeddingMismatchError
+from liz.facts.postgres import PostgresFacts, nearest
 from liz.facts.store import FactStore
 from liz.facts.vectors import embed
 from liz.llm import LLMClient
@@ -52,7 +51,7 @@ async def fill(engine: AsyncEngine, llm: LLMClient, user: str, count: int, seed:
 
 async def candidates(
     engine: AsyncEngine,
-    index: PostgresFactIndex,
+    index: PostgresFacts,
     llm: LLMClient,
     query: str,
     *,
@@ -77,8 +76,8 @@ async def test_a_scope_past_the_exact_size_finds_what_comparing_every_fact_finds
 ) -> None:
     await fill(engine, llm, USER, 400, seed=1)
     dimension = len((await embed(llm, ["x"]))[0])
-    through_graph = PostgresFactIndex(engine, exact_components=dimension * 50)
-    exact = PostgresFactIndex(engine, exact_components=ALWAYS_EXACT)
+    through_graph = PostgresFacts(engine, exact_components=dimension * 50)
+    exact = PostgresFacts(engine, exact_components=ALWAYS_EXACT)
     for query in QUERIES:
         found = await candidates(engine, through_graph, llm, query)
         assert found == await candidates(engine, exact, llm, query)
@@ -104,8 +103,8 @@ async def assert_a_walk_that_gives_up_finds_what_comparing_all_finds(
     async with engine.connect() as connection:
         await connection.execute(text('ANALYZE "Fact"'))
     dimension = len((await embed(llm, ["x"]))[0])
-    through_graph = PostgresFactIndex(engine, exact_components=dimension * 5)
-    exact = PostgresFactIndex(engine, exact_components=ALWAYS_EXACT)
+    through_graph = PostgresFacts(engine, exact_components=dimension * 5)
+    exact = PostgresFacts(engine, exact_components=ALWAYS_EXACT)
     for query in QUERIES:
         found = await candidates(
             engine, through_graph, llm, query, settings="SET LOCAL hnsw.max_scan_tuples = 1"

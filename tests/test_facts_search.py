@@ -249,7 +249,7 @@ async def test_a_search_on_a_snapshot_older_than_a_write_does_not_hide_that_writ
     async with store.reads() as older, older.begin():
         await older.execute(text('SELECT count(*) FROM "Fact"'))  # its snapshot begins
         await store.apply([{"op": "add", "text": "User likes green tea"}], AGENT, USER)
-        await store.index.vector_candidates(
+        await store.storage.vector_candidates(
             older,
             (AGENT, USER),
             query / np.linalg.norm(query),

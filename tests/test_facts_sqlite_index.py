@@ -1,5 +1,5 @@
 """SQLite's vector search in a scope large enough for the sign-bit first pass
-(liz.facts.index.sqlite_cache): it finds what an exact scan finds, before and after
+(liz.facts.sqlite.cache): it finds what an exact scan finds, before and after
 writes patch the scope's cached vectors."""
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def exact_similarities(texts: list[str], query: str) -> dict[str, float]:
 async def best_by_vector(store: FactStore, query: str, limit: int) -> list[tuple[str, float]]:
     (vector,) = await store.llm.embed_float32([query])
     async with store.reads() as session:
-        found = await store.index.vector_candidates(
+        found = await store.storage.vector_candidates(
             session,
             (AGENT, USER),
             vector / np.linalg.norm(vector),

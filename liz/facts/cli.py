@@ -57,7 +57,7 @@ def _read(work: Callable[[AsyncSession], Awaitable[T]]) -> T:
     """Run ``work`` on a session of DATABASE_URL: reading facts needs no LLM."""
     from liz.config import Settings
     from liz.db.engine import create_engine, make_sessionmaker
-    from liz.facts.scope_writes import database_errors
+    from liz.facts.writes import database_errors
     from liz.settings_errors import load_settings
 
     async def main() -> T:

@@ -1,140 +1,70 @@
-"""The SQLite index's memory: each scope's active vectors as one float32 matrix.
+"""The SQLite storage's memory: each scope's vectors, checked against ``FactHistory``.
 
-A search is one matrix-vector product over the scope's matrix. Writes this
-process commits are patched into the matrix in place, in time independent of
-the scope's size; writes by other processes drop the scope, and the next search
-reloads it; a database file replaced by a copy (an older one, or another
-database's) drops every scope (liz.facts.index.sqlite_history says how it shows).
-
-Searches read through read-only sessions that run beside the writer, each on its
-own snapshot, so a load can finish after a write it does not hold was committed
-and patched in. Such a load serves its own search but is never kept: a load is
-kept only if its snapshot's history mark is the newest this process has seen
-(else another process's write may be missing) and at least every own write to
-the scope taken in so far (else that write is missing).
+Every change to a fact writes a history row and history rows are never deleted, so
+the newest row id (the history *mark*) is a cheap revision number across processes:
+a scope with newer rows from another process is dropped and read again; this
+process's own writes are patched in place (:meth:`ScopeCache.absorb`). A file
+restored from a copy can bring back a lower mark or reuse ids, so each read also
+stamps the row at the mark (its fact id and time) to tell one row from another.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable
-from typing import TypeVar
+from dataclasses import dataclass
+from typing import Any
 
-import numpy as np
-import numpy.typing as npt
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
 
-from liz.facts.domain import Scope
-from liz.facts.index.protocol import ChangeLog, ModelPair
-from liz.facts.index.sqlite_bits import SignBits
-from liz.facts.index.sqlite_history import History, RowStamp
-from liz.facts.vectors import HAS_BIT_COUNT, Vector, similarities_to
+from liz.facts.domain import ChangeLog, Scope
+from liz.facts.queries import HISTORY
+from liz.facts.sqlite.vectors import ScopeVectors
 
-MIN_SPARE_ROWS = 64
-# Scopes with up to this many numbers (facts x dimensions, 16 MB) are scanned exactly.
-EXACT_SCAN_VALUES = 4_000_000
-# Above it, this many times the rows asked for are scored exactly after the bit pass,
-# for vectors of at least MIN_BIT_DIMENSIONS: with fewer, signs say too little (at 256,
-# a bit pass missed rows of the exact top in half the searches of clustered vectors).
-OVERSAMPLE = 20
-MIN_BIT_DIMENSIONS = 1024
-MIN_CANDIDATES = 1000
-GATHER_ROWS = 64
+# (factId, createdAt) of a history row, or None for "no such row".
+RowStamp = tuple[str, Any] | None
+
+_NEWEST = select(HISTORY.id, HISTORY.factId, HISTORY.createdAt).order_by(HISTORY.id.desc()).limit(1)
+_STAMP = select(HISTORY.factId, HISTORY.createdAt)
+_SINCE = select(HISTORY.id, HISTORY.agentId, HISTORY.userId, HISTORY.factId)
 
 
-class ScopeVectors:
-    """One scope's active facts: ids, text hashes and unit vectors, row by row.
+@dataclass(frozen=True)
+class ChangedRow:
+    """A history row newer than the cache's mark: which fact of which scope changed."""
 
-    Rows are in no meaningful order (rankings break ties by hash). An added fact
-    takes a spare row; a removed one is overwritten by the last row. The matrix
-    keeps a quarter of its size spare, so growing it copies rarely. Beside it, each
-    row's sign bits (1/32 of its size), for the first pass of a search in a large scope.
-    """
-
-    def __init__(
-        self, ids: list[str], hashes: list[str], matrix: Vector, bounds: tuple[ModelPair, ...]
-    ) -> None:
-        self.ids = ids
-        self.hashes = hashes
-        self.rows = {fact_id: row for row, fact_id in enumerate(ids)}
-        self.bounds = bounds  # see protocol.model_bounds
-        self._storage = _with_spare(matrix, len(ids))
-        # Sign bits only where a search uses them (see nearest).
-        self._bits: SignBits | None = None
-        if matrix.shape[1] >= MIN_BIT_DIMENSIONS and HAS_BIT_COUNT:
-            self._bits = SignBits(matrix, len(ids), len(self._storage))
-
-    @property
-    def matrix(self) -> Vector:
-        """One unit vector per row (a view: valid until the next change)."""
-        return self._storage[: len(self.ids)]
-
-    def nearest(self, query: Vector, count: int) -> tuple[npt.NDArray[np.intp], Vector]:
-        """Rows holding the ``count`` highest similarities to ``query`` (more when
-        cheaper, all of them in a small scope) and their similarities, in no order.
-
-        A matrix of up to ``EXACT_SCAN_VALUES`` numbers, or of vectors shorter than
-        ``MIN_BIT_DIMENSIONS``, is scanned whole. A larger scan is bound by memory
-        speed (100k facts x 1536 dimensions is 600 MB, 45 ms), so rows are first
-        ranked by how many sign bits differ from the query's (20 MB read), and only
-        the ``OVERSAMPLE`` x ``count`` closest are scored: the similarities returned
-        are exact, the choice of rows is not guaranteed to be (bench/facts_recall.py
-        measures how often it differs from the exact scan's).
-        """
-        size = len(self.ids)
-        candidates = max(count * OVERSAMPLE, MIN_CANDIDATES)
-        if self._bits is None or size * query.size <= EXACT_SCAN_VALUES or size <= candidates:
-            return np.arange(size), similarities_to(self.matrix, query)
-        distances = self._bits.distances(query, size)
-        rows = np.sort(np.argpartition(distances, candidates - 1)[:candidates])
-        return rows, self._similarities_of(rows, query)
-
-    def _similarities_of(self, rows: npt.NDArray[np.intp], query: Vector) -> Vector:
-        # A block of rows at a time: copied out of the matrix, a block stays in the CPU's
-        # cache until it is scored (all candidates at once took half as long again).
-        found = np.empty(len(rows), dtype=np.float32)
-        for start in range(0, len(rows), GATHER_ROWS):
-            block = rows[start : start + GATHER_ROWS]
-            found[start : start + len(block)] = similarities_to(self._storage[block], query)
-        return found
-
-    def add(self, fact_id: str, digest: str, vector: Vector) -> None:
-        size = len(self.ids)
-        if size == len(self._storage):
-            self._storage = _with_spare(self._storage, size)
-            if self._bits is not None:
-                self._bits.grown(len(self._storage))
-        self._storage[size] = vector
-        if self._bits is not None:
-            self._bits.set(size, vector)
-        self.ids.append(fact_id)
-        self.hashes.append(digest)
-        self.rows[fact_id] = size
-
-    def remove(self, fact_id: str) -> None:
-        row = self.rows.pop(fact_id, None)
-        if row is None:
-            return
-        last = len(self.ids) - 1
-        if row != last:
-            moved = self.ids[last]
-            self._storage[row] = self._storage[last]
-            if self._bits is not None:
-                self._bits.move(last, row)
-            self.ids[row] = moved
-            self.hashes[row] = self.hashes[last]
-            self.rows[moved] = row
-        self.ids.pop()
-        self.hashes.pop()
+    id: int
+    scope: Scope
+    fact_id: str
 
 
-Stored = TypeVar("Stored", bound=np.generic)
+@dataclass(frozen=True)
+class History:
+    """What one snapshot says of the history: its newest row (the ``mark``) and that
+    row's stamp; for ``since`` (the mark the cache had; None: not read), that row's
+    stamp on this snapshot and the rows after it."""
+
+    mark: int
+    stamp: RowStamp
+    since: int | None
+    since_stamp: RowStamp
+    changed: list[ChangedRow]
 
 
-def _with_spare(matrix: npt.NDArray[Stored], size: int) -> npt.NDArray[Stored]:
-    """A copy of ``matrix``'s first ``size`` rows with room for a quarter more."""
-    spare = np.empty((size + max(size // 4, MIN_SPARE_ROWS), matrix.shape[1]), dtype=matrix.dtype)
-    spare[:size] = matrix[:size]
-    return spare
+async def read_history(session: AsyncSession, since: int | None) -> History:
+    """:class:`History` on the session's current snapshot."""
+    newest = (await session.execute(_NEWEST)).first()
+    mark, stamp = (int(newest[0]), (newest[1], newest[2])) if newest else (0, None)
+    since_stamp: RowStamp = None
+    if since:
+        row = (await session.execute(_STAMP.where(HISTORY.id == since))).first()
+        since_stamp = (row[0], row[1]) if row else None
+    changed: list[ChangedRow] = []
+    if since is not None and mark > since:
+        rows = await session.execute(_SINCE.where(HISTORY.id > since))
+        changed = [ChangedRow(row, (agent, user), fact) for row, agent, user, fact in rows]
+    return History(mark, stamp, since, since_stamp, changed)
 
 
 class ScopeCache:
@@ -180,7 +110,7 @@ class ScopeCache:
         ``issued`` is :attr:`epoch` as it was when the snapshot began, if it began with
         the read (a transaction's first statement), else None. A snapshot that began
         after a row was known committed holds that row, unless the database file was
-        replaced by a copy: then everything is forgotten (see liz.facts.index.sqlite_history).
+        replaced by a copy: then everything is forgotten.
         """
         if self._history_mark is None:
             self._reset(history)  # the first look
