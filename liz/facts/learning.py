@@ -56,8 +56,8 @@ async def learn_facts(
         for record in known.values()
     ]
     fresh = [(digest, fact) for digest, fact in unique.items() if digest not in known]
-    if not fresh:
-        return events + await _commit(storage, [], {}, context, also)
+    if not fresh:  # nothing to write: ``also`` in a transaction of its own
+        return events + (await _commit(storage, [], {}, context, also) if also else [])
     vectors = await embed(llm, [found.fact.text for _, found in fresh])
     new_facts = [
         NewFact(

@@ -144,14 +144,6 @@ class FactStore:
             today=self.clock.now().date().isoformat(),
             size=self.settings.model_size,
         )
-        if not extracted:
-            if also:  # nothing to write: the caller's statements in a transaction of their own
-                scope = (agent_id, user_id)
-                with database_errors():
-                    await self.storage.write(
-                        self._context(scope, "llm"), lambda _: [], {}, ids=(), hashes=(), also=also
-                    )
-            return []
         scope = (agent_id, user_id)
         sources = {exchange.source_memory_id for exchange in exchanges}
         # The write's own source: the message, when there is one (facts name theirs).

@@ -61,8 +61,8 @@ _BOUND = (
     f'SELECT "embeddingModel", "embeddingDim" FROM "Fact" WHERE {_SCOPE} '
     'ORDER BY "embeddingModel" {0}, "embeddingDim" {0} LIMIT 1'
 )
-# The scope's (model, dimension) bounds as liz.facts.index.protocol.model_bounds reads
-# them, and its active facts counted up to :counted: what decides a vector search.
+# The scope's (model, dimension) bounds, as liz.facts.queries reads them, and its
+# active facts counted up to :counted: what decides a vector search.
 BOUNDS = f"({_BOUND.format('ASC')}) UNION ALL ({_BOUND.format('DESC')})"
 ACTIVE_COUNT = (
     'SELECT count(*) AS n FROM (SELECT 1 FROM "Fact" '
@@ -273,13 +273,13 @@ class PostgresFacts(SessionStorage):
         # the embedding is on its way.
         known = None if isinstance(query, np.ndarray) else self.dimensions.get(model)
         if known is None:
-            vector = await _arrived(query)
+            vector = query if isinstance(query, np.ndarray) else await query
             dimension = int(vector.size)
             bounds, active = await self._plan(session, scope, wanted, dimension)
         else:
             dimension = known
             bounds, active = await self._plan(session, scope, wanted, dimension)
-            vector = await _arrived(query)
+            vector = query if isinstance(query, np.ndarray) else await query
         if vector.size != dimension:  # the model's dimension changed: plan again
             dimension = int(vector.size)
             bounds, active = await self._plan(session, scope, wanted, dimension)
@@ -341,10 +341,6 @@ class PostgresFacts(SessionStorage):
         return {term: hits for term, hits in found.items() if len(hits) <= cap}
 
 
-async def _arrived(query: Vector | Awaitable[Vector]) -> Vector:
-    return query if isinstance(query, np.ndarray) else await query
-
-
 def split_parts(rows: Iterable[Sequence[Any]]) -> tuple[list[Candidate], list[Candidate]]:
     """A vector search's rows as candidates: from the graph (or the exact scan), and
     of facts not yet in the graph; rows fetched by id are left out."""
@@ -369,12 +365,9 @@ def _merged(parts: Sequence[Sequence[Candidate]], wanted: int) -> tuple[list[Can
     """The ``wanted`` best candidates of lists each cut at ``wanted``, as one list cut at
     ``wanted`` gives them; and whether it was not cut (every fact was seen).
 
-    Past the last candidate of a list that was cut, facts of that list went unseen;
-    so below the highest such cut no order is known, and those candidates are left
-    out. What remains is the ``wanted`` best or more, and only the ``wanted`` best are
-    kept: with more, the graph and its pending facts would see past a group of ties
-    that one exact list cuts through (and deterministic_top leaves out), and the two
-    ways of searching would give different facts.
+    Below the highest cut no order is known, so those candidates are left out; of
+    the rest only the ``wanted`` best are kept, so that the graph with its pending
+    facts sees no further past a group of ties than one exact list does.
     """
     cuts = [min(candidate[1] for candidate in part) for part in parts if len(part) >= wanted]
     found = [candidate for part in parts for candidate in part]

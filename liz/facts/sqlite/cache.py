@@ -68,12 +68,8 @@ async def read_history(session: AsyncSession, since: int | None) -> History:
 
 
 class ScopeCache:
-    """Per-scope vectors, dropped when another process changes the scope's facts.
-
-    Every change to a fact writes a ``FactHistory`` row, so the highest history id
-    is a cheap, cross-process revision number; scopes with newer rows are stale,
-    unless the rows are this process's own writes, which it patched in already.
-    """
+    """Per-scope vectors, dropped when another process changes the scope's facts
+    (history rows newer than the mark that are not this process's own writes)."""
 
     def __init__(self, max_scopes: int) -> None:
         # Each value with the history mark it was loaded at.
@@ -81,13 +77,10 @@ class ScopeCache:
         self._max_scopes = max_scopes
         self._history_mark: int | None = None
         self._mark_stamp: RowStamp = None  # the stamp of the row at the mark
-        # History rows of writes this process already took in, newer than the mark,
-        # each with its scope and the facts the write changed.
+        # Own writes' history rows newer than the mark: their scope and facts changed.
         self._own: dict[int, tuple[Scope, frozenset[str]]] = {}
-        # The newest history row of each scope's own writes newer than the history mark.
-        self._own_newest: dict[Scope, int] = {}
-        # The newest history row known to be committed (the mark, or an own write), and
-        # how many times it rose: see take_history's ``issued``.
+        self._own_newest: dict[Scope, int] = {}  # the newest such row of each scope
+        # The newest history row known committed, and how many times it rose.
         self._committed = 0
         self._epoch = 0
 
@@ -107,10 +100,9 @@ class ScopeCache:
         ``history`` was read on; return that snapshot's history mark, which :meth:`put`
         takes. Synchronous: nothing else runs between its reading and its writing.
 
-        ``issued`` is :attr:`epoch` as it was when the snapshot began, if it began with
-        the read (a transaction's first statement), else None. A snapshot that began
-        after a row was known committed holds that row, unless the database file was
-        replaced by a copy: then everything is forgotten.
+        ``issued`` is :attr:`epoch` as it was when the snapshot began, if known: a
+        snapshot begun after a row was known committed holds it, unless the file was
+        replaced by a copy; then everything is forgotten.
         """
         if self._history_mark is None:
             self._reset(history)  # the first look

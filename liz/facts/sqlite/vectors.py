@@ -16,11 +16,10 @@ from liz.facts.domain import ModelPair
 from liz.facts.vectors import HAS_BIT_COUNT, Vector, sign_bits, similarities_to
 
 MIN_SPARE_ROWS = 64
-# Scopes with up to this many numbers (facts x dimensions, 16 MB) are scanned exactly.
+# Scopes with up to this many numbers (facts x dimensions) are scanned exactly.
 EXACT_SCAN_VALUES = 4_000_000
 # Above it, this many times the rows asked for are scored exactly after the bit pass,
-# for vectors of at least MIN_BIT_DIMENSIONS: with fewer, signs say too little (at 256,
-# a bit pass missed rows of the exact top in half the searches of clustered vectors).
+# for vectors of at least MIN_BIT_DIMENSIONS: shorter ones' signs say too little.
 OVERSAMPLE = 20
 MIN_BIT_DIMENSIONS = 1024
 MIN_CANDIDATES = 1000
@@ -58,13 +57,10 @@ class ScopeVectors:
         """Rows holding the ``count`` highest similarities to ``query`` (more when
         cheaper, all of them in a small scope) and their similarities, in no order.
 
-        A matrix of up to ``EXACT_SCAN_VALUES`` numbers, or of vectors shorter than
-        ``MIN_BIT_DIMENSIONS``, is scanned whole. A larger scan is bound by memory
-        speed (100k facts x 1536 dimensions is 600 MB, 45 ms), so rows are first
-        ranked by how many sign bits differ from the query's (20 MB read), and only
-        the ``OVERSAMPLE`` x ``count`` closest are scored: the similarities returned
-        are exact, the choice of rows is not guaranteed to be (bench/facts_recall.py
-        measures how often it differs from the exact scan's).
+        A matrix of up to ``EXACT_SCAN_VALUES`` numbers, or of short vectors, is
+        scanned whole. A larger one is first ranked by differing sign bits, and only
+        the ``OVERSAMPLE`` x ``count`` closest rows are scored: the similarities are
+        exact, the choice of rows is not guaranteed to be.
         """
         size = len(self.ids)
         candidates = max(count * OVERSAMPLE, MIN_CANDIDATES)
@@ -75,8 +71,7 @@ class ScopeVectors:
         return rows, self._similarities_of(rows, query)
 
     def _similarities_of(self, rows: npt.NDArray[np.intp], query: Vector) -> Vector:
-        # A block of rows at a time: copied out of the matrix, a block stays in the CPU's
-        # cache until it is scored (all candidates at once took half as long again).
+        # A block of rows at a time: a block copied out stays in the CPU's cache.
         found = np.empty(len(rows), dtype=np.float32)
         for start in range(0, len(rows), GATHER_ROWS):
             block = rows[start : start + GATHER_ROWS]
