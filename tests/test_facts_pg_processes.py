@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from liz.db.engine import create_engine, make_sessionmaker
 from liz.facts.domain import Fact
 from liz.facts.postgres import PostgresFacts
+from liz.facts.storage import Nearest
 from liz.facts.store import FactStore
 from liz.facts.vectors import embed
 from liz.llm import LLMClient
@@ -51,12 +52,7 @@ async def in_the_database(engine: AsyncEngine, llm: LLMClient, query: str) -> li
     arrived: asyncio.Future[object] = asyncio.get_running_loop().create_future()
     arrived.set_result(vector)
     return await storage.search(
-        (AGENT, USER),
-        query,
-        arrived,  # type: ignore[arg-type]
-        model=llm.embedding_model,
-        limit=10,
-        threshold=0.0,
+        query, Nearest((AGENT, USER), arrived, llm.embedding_model, 10, 0.0)
     )
 
 

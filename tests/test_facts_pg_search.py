@@ -21,6 +21,7 @@ from liz.errors import StorageError
 from liz.facts.domain import EmbeddingMismatchError, Fact
 from liz.facts.normalize import fact_hash
 from liz.facts.postgres import EXACT_COMPONENTS, PostgresFacts
+from liz.facts.storage import Nearest
 from liz.facts.store import FactStore
 from liz.facts.vectors import Vector, embed
 from liz.facts.writes import database_errors
@@ -62,8 +63,9 @@ def searching(
     vector: asyncio.Future[Vector],
     **options: Any,
 ) -> Awaitable[list[Fact]]:
-    values: dict[str, Any] = {"model": llm.embedding_model, "limit": 5, "threshold": 0.0}
-    return storage.search((AGENT, USER), query, vector, **{**values, **options})
+    values: dict[str, Any] = {"limit": 5, "threshold": 0.0, **options}
+    nearest = Nearest((AGENT, USER), vector, llm.embedding_model, **values)
+    return storage.search(query, nearest)
 
 
 async def both_ways(
@@ -130,14 +132,10 @@ async def test_the_store_searches_as_its_storage_does(engine: AsyncEngine, llm: 
     store = await a_scope_with_keywords_retired_and_pending_facts(engine, llm)
     for query in SEARCHES:
         found = await store.search(query, AGENT, USER, limit=5)
-        expected = await store.storage.search(
-            (AGENT, USER),
-            query,
-            arrived((await embed(llm, [query]))[0]),
-            model=llm.embedding_model,
-            limit=5,
-            threshold=store.settings.search_threshold,
-        )
+        vector = arrived((await embed(llm, [query]))[0])
+        floor = store.settings.search_threshold
+        nearest = Nearest((AGENT, USER), vector, llm.embedding_model, 5, floor)
+        expected = await store.storage.search(query, nearest)
         assert found == expected, query
     assert [found.text for found in await store.search("4711", AGENT, USER)] == [KEYWORD_FACTS[0]]
 

@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from liz.db.engine import make_sessionmaker
 from liz.facts.domain import Candidate, EmbeddingMismatchError
 from liz.facts.postgres import PostgresFacts, nearest
+from liz.facts.storage import Nearest
 from liz.facts.store import FactStore
 from liz.facts.vectors import embed
 from liz.llm import LLMClient
@@ -47,6 +48,7 @@ async def fill(engine: AsyncEngine, llm: LLMClient, user: str, count: int, seed:
         for fact_text in texts(count, seed)
     ]
     await store.apply(batch, AGENT, user)
+    await store.close()  # its indexing step, if any, ends here
 
 
 async def candidates(
@@ -63,9 +65,8 @@ async def candidates(
     async with make_sessionmaker(engine)() as session, session.begin():
         if settings:
             await session.execute(text(settings))
-        return await index.vector_candidates(
-            session, (AGENT, user), vector, model=llm.embedding_model, limit=10, threshold=0.0
-        )
+        wanted = Nearest((AGENT, user), vector, llm.embedding_model, 10, 0.0)
+        return await index.vector_candidates(session, wanted)
 
 
 QUERIES = ["tea and chess", "a nurse in lisbon", "jazz piano", "sushi ramen", "rust python"]

@@ -27,6 +27,7 @@ from liz.facts.domain import (
 from liz.facts.normalize import fact_hash
 from liz.facts.storage import FactStorage
 from liz.facts.vectors import embed
+from liz.facts.writes import Write
 from liz.llm import LLMClient
 
 DEFAULT_CATEGORIES = ("manual", "user")
@@ -86,13 +87,9 @@ async def apply_batch(
         positions.extend(position for position, _ in planned)
         return [change for _, change in planned]
 
-    changes, events = await storage.write(
-        context,
-        plan,
-        vectors,
-        ids=[op.id for _, op in accepted if op.id],
-        hashes=[fact_hash(text) for text in texts],
-    )
+    ids = [op.id for _, op in accepted if op.id]
+    hashes = [fact_hash(text) for text in texts]
+    changes, events = await storage.write(Write(context, plan, vectors, ids, hashes))
     for position, change, event in zip(positions, changes, events, strict=True):
         name = change.event.value.lower()
         if event.event is Event.NOOP:

@@ -17,9 +17,9 @@ from liz.facts.normalize import fact_hash
 from liz.facts.queries import active_by_hash
 from liz.facts.reconcile import ShortIds, add_all, ask_for_plan, resolve_plan
 from liz.facts.settings import FactSettings
-from liz.facts.storage import FactStorage
+from liz.facts.storage import FactStorage, Nearest
 from liz.facts.vectors import Vector, embed
-from liz.facts.writes import still_valid, touched
+from liz.facts.writes import Write, still_valid, touched
 from liz.llm import LLMClient
 from liz.templates import PromptTemplates
 
@@ -73,11 +73,16 @@ async def learn_facts(
     # Before any session: a PostgreSQL index build takes a connection of its own.
     await storage.prepare_dimension(int(new_facts[0].vector.size))
     similar = await storage.similar(
-        scope,
-        [fact.vector for fact in new_facts],
-        model=llm.embedding_model,
-        limit=settings.reconcile_candidates,
-        threshold=settings.reconcile_threshold,
+        [
+            Nearest(
+                scope,
+                fact.vector,
+                llm.embedding_model,
+                settings.reconcile_candidates,
+                settings.reconcile_threshold,
+            )
+            for fact in new_facts
+        ]
     )
     if not similar:
         changes = add_all(new_facts, "nothing similar was stored")
@@ -108,6 +113,6 @@ async def _commit(
     changes changed meanwhile), then ``also``; what was done, in order."""
     ids, hashes = touched(changes)
     _, events = await storage.write(
-        context, still_valid(changes), vectors, ids=ids, hashes=hashes, also=also
+        Write(context, still_valid(changes), vectors, ids, hashes, also)
     )
     return events

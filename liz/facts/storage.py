@@ -10,66 +10,51 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+import numpy as np
 from sqlalchemy import TableClause, bindparam, insert, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from liz.facts.domain import (
-    Candidate,
-    Change,
-    ChangeLog,
-    ExtraStatement,
-    Fact,
-    FactEvent,
-    Scope,
-    WriteContext,
-)
+from liz.facts.domain import Candidate, Change, ChangeLog, Fact, FactEvent, Scope
 from liz.facts.normalize import keyword_terms
 from liz.facts.queries import FACTS, HISTORIES, HISTORY, facts_by_id
 from liz.facts.search import COMMON_WORD_FACTS, Ranks, candidates_for
 from liz.facts.vectors import Vector
-from liz.facts.writes import Plan, Rows, planned_rows, read_snapshot, run_extra
+from liz.facts.writes import Rows, Write, planned_rows, read_snapshot, run_extra
 
 _INSERT_HISTORY = insert(HISTORIES).returning(HISTORY.id, sort_by_parameter_order=True)
+
+
+@dataclass(frozen=True)
+class Nearest:
+    """A vector lookup: the scope's active facts most similar to ``vector`` (which may
+    still be on its way), at least ``threshold`` similar, ``limit`` of them."""
+
+    scope: Scope
+    vector: Vector | asyncio.Future[Vector]
+    model: str
+    limit: int
+    threshold: float
 
 
 class FactStorage(Protocol):
     """What the store asks of one database's facts storage."""
 
-    async def search(
-        self,
-        scope: Scope,
-        query_text: str,
-        query_vector: asyncio.Future[Vector],
-        *,
-        model: str,
-        limit: int,
-        threshold: float,
-    ) -> list[Fact]:
-        """The scope's best active facts for a query, best first, each with its similarity."""
+    async def search(self, text: str, nearest: Nearest) -> list[Fact]:
+        """The scope's best active facts for ``text`` (embedded as ``nearest.vector``),
+        best first, each with its similarity."""
         ...
 
-    async def similar(
-        self, scope: Scope, vectors: Sequence[Vector], *, model: str, limit: int, threshold: float
-    ) -> list[Fact]:
-        """Active facts of the scope at least ``threshold`` similar to one of ``vectors``."""
+    async def similar(self, lookups: Sequence[Nearest]) -> list[Fact]:
+        """Active facts found by any of ``lookups``, each once."""
         ...
 
-    async def write(
-        self,
-        context: WriteContext,
-        plan: Plan,
-        vectors: Mapping[str, Vector],
-        *,
-        ids: Iterable[str],
-        hashes: Iterable[str],
-        also: Sequence[ExtraStatement] = (),
-    ) -> tuple[list[Change], list[FactEvent]]:
-        """Lock the scope, read its facts with these ``ids`` and text ``hashes``, let
-        ``plan`` decide, write that and then ``also``, in one transaction; the cache
-        follows. ``vectors`` holds the embedding of every text added or updated."""
+    async def write(self, write: Write) -> tuple[list[Change], list[FactEvent]]:
+        """Lock the scope, read its facts the write names, let its plan decide, write
+        that and then its extra statements, in one transaction; the cache follows."""
         ...
 
     def forget(self, scopes: Iterable[Scope]) -> None:
@@ -105,18 +90,8 @@ class SessionStorage(ABC):
         texts; a term in more is left out. Reads at most ``cap + 1`` facts per term."""
 
     @abstractmethod
-    async def vector_candidates(
-        self,
-        session: AsyncSession,
-        scope: Scope,
-        query: Vector | asyncio.Future[Vector],
-        *,
-        model: str,
-        limit: int,
-        threshold: float,
-    ) -> list[Candidate]:
-        """The scope's active facts most similar to ``query`` (maybe still on its way),
-        at least ``threshold`` similar."""
+    async def vector_candidates(self, session: AsyncSession, wanted: Nearest) -> list[Candidate]:
+        """The facts ``wanted`` asks for, with their similarity and text hash."""
 
     @abstractmethod
     async def similarities(
@@ -145,69 +120,50 @@ class SessionStorage(ABC):
     async def close(self) -> None:
         return None
 
-    async def search(
-        self,
-        scope: Scope,
-        query_text: str,
-        query_vector: asyncio.Future[Vector],
-        *,
-        model: str,
-        limit: int,
-        threshold: float,
-    ) -> list[Fact]:
+    async def search(self, text: str, nearest: Nearest) -> list[Fact]:
         # Keyword hits count whatever their similarity (that is their point); they are
         # read while the query's embedding is on its way.
-        candidates = candidates_for(limit)
-        terms = keyword_terms(query_text)
+        scope, candidates = nearest.scope, candidates_for(nearest.limit)
         async with self.reads() as session:
             cap = max(COMMON_WORD_FACTS, candidates)
-            ranks = Ranks.by_keywords(
-                await self.term_matches(session, scope, terms, cap=cap), candidates
-            )
-            by_vector = await self.vector_candidates(
-                session, scope, query_vector, model=model, limit=candidates, threshold=threshold
-            )
-            ranks.add_vector_ranking(by_vector)
+            matches = await self.term_matches(session, scope, keyword_terms(text), cap=cap)
+            ranks = Ranks.by_keywords(matches, candidates)
+            wider = replace(nearest, limit=candidates)
+            ranks.add_vector_ranking(await self.vector_candidates(session, wider))
             if ranks.missing:
-                vector = await query_vector
+                vector = nearest.vector
+                if not isinstance(vector, np.ndarray):
+                    vector = await vector
                 ranks.similarities.update(
-                    await self.similarities(session, scope, ranks.missing, vector, model=model)
+                    await self.similarities(
+                        session, scope, ranks.missing, vector, model=nearest.model
+                    )
                 )
-            chosen = ranks.chosen(limit)
+            chosen = ranks.chosen(nearest.limit)
             return ranks.found(chosen, await facts_by_id(session, scope, chosen))
 
-    async def similar(
-        self, scope: Scope, vectors: Sequence[Vector], *, model: str, limit: int, threshold: float
-    ) -> list[Fact]:
+    async def similar(self, lookups: Sequence[Nearest]) -> list[Fact]:
         ids: list[str] = []
+        if not lookups:
+            return []
         async with self.reads() as session:
-            for vector in vectors:
-                found = await self.vector_candidates(
-                    session, scope, vector, model=model, limit=limit, threshold=threshold
-                )
+            for wanted in lookups:
+                found = await self.vector_candidates(session, wanted)
                 ids.extend(fact_id for fact_id, _, _ in found if fact_id not in ids)
-            facts = await facts_by_id(session, scope, ids)
+            facts = await facts_by_id(session, lookups[0].scope, ids)
         return [facts[fact_id] for fact_id in ids if fact_id in facts]
 
-    async def write(
-        self,
-        context: WriteContext,
-        plan: Plan,
-        vectors: Mapping[str, Vector],
-        *,
-        ids: Iterable[str],
-        hashes: Iterable[str],
-        also: Sequence[ExtraStatement] = (),
-    ) -> tuple[list[Change], list[FactEvent]]:
+    async def write(self, write: Write) -> tuple[list[Change], list[FactEvent]]:
         log = ChangeLog()
+        scope = write.context.scope
         async with self.sessions() as session, session.begin():
-            await self.lock(session, context.scope)
-            snapshot = await read_snapshot(session, context.scope, ids, hashes)
-            changes = list(plan(snapshot))
-            rows, events = planned_rows(snapshot, changes, vectors, context, log)
+            await self.lock(session, scope)
+            snapshot = await read_snapshot(session, scope, write.ids, write.hashes)
+            changes = list(write.plan(snapshot))
+            rows, events = planned_rows(snapshot, changes, write.vectors, write.context, log)
             await self._send(session, rows, log)
-            await run_extra(session, also)
-        self.absorb(context.scope, log)
+            await run_extra(session, write.also)
+        self.absorb(scope, log)
         return changes, events
 
     async def _send(self, session: AsyncSession, rows: Rows, log: ChangeLog) -> None:

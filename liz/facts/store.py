@@ -44,7 +44,7 @@ from liz.facts.query_vectors import QueryVectors
 from liz.facts.reindex import reindex_facts
 from liz.facts.settings import FactSettings
 from liz.facts.sqlite import SqliteFacts
-from liz.facts.storage import FactStorage
+from liz.facts.storage import FactStorage, Nearest
 from liz.facts.vectors import Vector
 from liz.facts.writes import ScopeWrites, database_errors
 from liz.llm import LLMClient
@@ -187,14 +187,9 @@ class FactStore:
                     # Outside any session: a PostgreSQL index build takes a connection of
                     # its own, and searches all waiting for one would drain the pool.
                     await embedding
-                return await self.storage.search(
-                    (agent_id, user_id),
-                    query,
-                    embedding,
-                    model=self.llm.embedding_model,
-                    limit=limit,
-                    threshold=floor,
-                )
+                model = self.llm.embedding_model
+                nearest = Nearest((agent_id, user_id), embedding, model, limit, floor)
+                return await self.storage.search(query, nearest)
         finally:
             if not embedding.done():
                 embedding.cancel()

@@ -98,6 +98,20 @@ async def run_extra(session: AsyncSession, also: Sequence[ExtraStatement]) -> No
             )
 
 
+@dataclass(frozen=True)
+class Write:
+    """One write: who writes (``context``), the facts it reads under the lock (``ids``,
+    text ``hashes``), the ``plan`` that decides from them, the embedding of every text
+    it adds or updates, and the caller's statements to run after it."""
+
+    context: WriteContext
+    plan: Plan
+    vectors: Mapping[str, Vector]
+    ids: Sequence[str]
+    hashes: Sequence[str]
+    also: Sequence[ExtraStatement] = ()
+
+
 def still_valid(changes: Sequence[Change]) -> Plan:
     """A plan made before the transaction, checked against it: :class:`PlanConflict`
     when a fact it changes was retired or changed meanwhile."""

@@ -11,7 +11,6 @@ vectors out of the graph for liz.facts.postgres.indexing to put in after the com
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import hashlib
 import logging
@@ -29,7 +28,7 @@ from liz.facts.domain import Candidate, ChangeLog, ModelPair, Scope
 from liz.facts.postgres.indexing import BackgroundIndexing
 from liz.facts.queries import model_bounds, stored_models
 from liz.facts.search import TIE_MARGIN, deterministic_top, models_agree, models_mismatch
-from liz.facts.storage import SessionStorage
+from liz.facts.storage import Nearest, SessionStorage
 from liz.facts.tables import FactRecord
 from liz.facts.vectors import Vector, rounded
 from liz.facts.writes import Rows
@@ -258,16 +257,9 @@ class PostgresFacts(SessionStorage):
             graph, pending = await search(False)
         return graph, pending
 
-    async def vector_candidates(
-        self,
-        session: AsyncSession,
-        scope: Scope,
-        query: Vector | asyncio.Future[Vector],
-        *,
-        model: str,
-        limit: int,
-        threshold: float,
-    ) -> list[Candidate]:
+    async def vector_candidates(self, session: AsyncSession, lookup: Nearest) -> list[Candidate]:
+        scope, model, query = lookup.scope, lookup.model, lookup.vector
+        limit, threshold = lookup.limit, lookup.threshold
         wanted = limit + TIE_MARGIN
         # With the model's dimension known from an earlier search, the plan is read while
         # the embedding is on its way.

@@ -9,7 +9,6 @@ written in the facts' own transaction.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 from collections.abc import Iterable, Sequence
 
@@ -23,7 +22,7 @@ from liz.facts.queries import FACT, model_bounds, scope_values, stored_models
 from liz.facts.search import TIE_MARGIN, deterministic_top, models_agree, models_mismatch
 from liz.facts.sqlite.cache import ScopeCache, read_history
 from liz.facts.sqlite.vectors import ScopeVectors
-from liz.facts.storage import SessionStorage
+from liz.facts.storage import Nearest, SessionStorage
 from liz.facts.vectors import Vector, rounded, similarities_to
 from liz.facts.writes import Rows
 
@@ -93,19 +92,12 @@ class SqliteFacts(SessionStorage):
             found[terms[number]][fact_id] = fact_text
         return {term: hits for term, hits in found.items() if len(hits) <= cap}
 
-    async def vector_candidates(
-        self,
-        session: AsyncSession,
-        scope: Scope,
-        query: Vector | asyncio.Future[Vector],
-        *,
-        model: str,
-        limit: int,
-        threshold: float,
-    ) -> list[Candidate]:
-        vector = query if isinstance(query, np.ndarray) else await query
-        vectors = await self._vectors(session, scope, model, vector.size)
-        return best_candidates(vectors, vector, limit=limit, threshold=threshold)
+    async def vector_candidates(self, session: AsyncSession, wanted: Nearest) -> list[Candidate]:
+        vector = wanted.vector
+        if not isinstance(vector, np.ndarray):
+            vector = await vector
+        vectors = await self._vectors(session, wanted.scope, wanted.model, vector.size)
+        return best_candidates(vectors, vector, limit=wanted.limit, threshold=wanted.threshold)
 
     async def similarities(
         self, session: AsyncSession, scope: Scope, ids: Sequence[str], query: Vector, *, model: str
