@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Executable, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from liz.facts.domain import ChangeLog, Scope
@@ -25,9 +25,8 @@ from liz.facts.sqlite.vectors import ScopeVectors
 # (factId, createdAt) of a history row, or None for "no such row".
 RowStamp = tuple[str, Any] | None
 
-_NEWEST = select(HISTORY.id, HISTORY.factId, HISTORY.createdAt).order_by(HISTORY.id.desc()).limit(1)
-_STAMP = select(HISTORY.factId, HISTORY.createdAt)
-_SINCE = select(HISTORY.id, HISTORY.agentId, HISTORY.userId, HISTORY.factId)
+_ROW = (HISTORY.id, HISTORY.agentId, HISTORY.userId, HISTORY.factId, HISTORY.createdAt)
+_NEWEST = select(*_ROW).order_by(HISTORY.id.desc()).limit(1)
 
 
 @dataclass(frozen=True)
@@ -53,17 +52,22 @@ class History:
 
 
 async def read_history(session: AsyncSession, since: int | None) -> History:
-    """:class:`History` on the session's current snapshot."""
-    newest = (await session.execute(_NEWEST)).first()
-    mark, stamp = (int(newest[0]), (newest[1], newest[2])) if newest else (0, None)
-    since_stamp: RowStamp = None
-    if since:
-        row = (await session.execute(_STAMP.where(HISTORY.id == since))).first()
-        since_stamp = (row[0], row[1]) if row else None
-    changed: list[ChangedRow] = []
-    if since is not None and mark > since:
-        rows = await session.execute(_SINCE.where(HISTORY.id > since))
-        changed = [ChangedRow(row, (agent, user), fact) for row, agent, user, fact in rows]
+    """:class:`History` on the session's current snapshot, in one statement: the newest
+    row, and the row at ``since`` with every row after it."""
+    newest = select(_NEWEST.subquery())
+    statement: Executable = newest
+    if since is not None:
+        statement = newest.union_all(select(*_ROW).where(HISTORY.id >= since))
+    rows = {row[0]: row for row in await session.execute(statement)}
+    mark = max(rows, default=0)
+    stamp: RowStamp = (rows[mark][3], rows[mark][4]) if rows else None
+    at_since = rows.get(since) if since else None
+    since_stamp: RowStamp = (at_since[3], at_since[4]) if at_since else None
+    changed = [
+        ChangedRow(row_id, (row[1], row[2]), row[3])
+        for row_id, row in sorted(rows.items())
+        if since is not None and row_id > since
+    ]
     return History(mark, stamp, since, since_stamp, changed)
 
 
