@@ -2,16 +2,17 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-# `make serve` installs what serving needs; `make test` adds the test and lint tools.
+# `make serve` installs what the README's paths need (the Twitter/X bot included; PostgreSQL
+# is one line more: pip install 'liz[postgres]'); `make test` adds the test and lint tools.
 STAMP := $(VENV)/.installed-serve
 DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: serve test lint typecheck install migrate bench clean
+.PHONY: serve test lint typecheck install migrate bench docs docs-build clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -m pip install --quiet -e ".[twitter]"
 	touch $(STAMP)
 
 $(DEV_STAMP): $(STAMP)
@@ -40,17 +41,22 @@ typecheck: $(DEV_STAMP)
 test: $(DEV_STAMP)
 	bash scripts/ensure-postgres.sh
 	test -x /usr/bin/chromium || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium) || echo "chromium could not be installed: the browser test will be skipped"
-	$(MAKE) lint typecheck
+	$(MAKE) lint typecheck docs-build
 	$(BIN)/pytest
+
+# The docs site (MkDocs): `make docs` serves it on 127.0.0.1:8000 and rebuilds on each edit;
+# `make docs-build` fails on a broken link or reference, as `make test` does.
+docs: $(DEV_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --dev-addr 127.0.0.1:8000
+
+docs-build: $(DEV_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir .site
 
 # Speed, as ratios to a reference run side by side (a floor app, mem0, a bare HTTP request,
 # a bare Python start), and the prompt's size per turn against Liz's last-100-messages rule.
+# Runs every bench and writes their tables to docs/performance.md.
 bench: $(DEV_STAMP)
-	$(BIN)/python bench/pipeline.py
-	$(BIN)/python bench/memory.py
-	$(BIN)/python bench/embedding_request.py
-	$(BIN)/python bench/context.py
-	$(BIN)/python bench/cli_startup.py
+	$(BIN)/python bench/performance_page.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .site

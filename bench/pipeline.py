@@ -54,7 +54,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from liz.db.engine import create_engine
 from liz.db.migrate import upgrade
-from liz.db.models import MemoryRecord
+from liz.db.tables import MemoryRecord
 
 BENCH = Path(__file__).resolve().parent
 AGENT, USER = "business-advisor", "bench-user"

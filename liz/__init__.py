@@ -16,17 +16,15 @@ if TYPE_CHECKING:
     from liz.character import Character
     from liz.config import Settings
     from liz.errors import LizError, LLMError, LLMNotConfigured, StorageError, UsageError
-    from liz.pipeline import AgentFramework, AgentRequest, AgentResponse, compose
-    from liz.types import (
-        AgentReply,
-        InputObject,
-        InputSource,
-        InputType,
-        Memory,
+    from liz.pipeline import (
+        AgentFramework,
+        AgentRequest,
+        AgentResponse,
         Middleware,
-        Next,
         Route,
+        compose,
     )
+    from liz.types import AgentReply, InputObject, InputSource, InputType, Memory, Next
 
 _WHERE = {
     "App": "liz.app",
@@ -43,9 +41,9 @@ _WHERE = {
     "LLMNotConfigured": "liz.errors",
     "LizError": "liz.errors",
     "Memory": "liz.types",
-    "Middleware": "liz.types",
+    "Middleware": "liz.pipeline",
     "Next": "liz.types",
-    "Route": "liz.types",
+    "Route": "liz.pipeline",
     "Settings": "liz.config",
     "StorageError": "liz.errors",
     "UsageError": "liz.errors",

@@ -8,8 +8,8 @@ from typing import TypeVar
 
 from liz.character import Character
 from liz.errors import UsageError
+from liz.pipeline import Middleware, Route
 from liz.templates import PromptTemplates, default_templates
-from liz.types import Middleware, Route
 
 T = TypeVar("T")
 

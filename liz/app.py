@@ -25,8 +25,9 @@ from starlette.types import Receive, Scope, Send
 from liz.agent import BaseAgent
 from liz.config import Settings
 from liz.errors import UsageError
+from liz.pipeline import ErrorHandler, Middleware
 from liz.settings_errors import load_settings
-from liz.types import Clock, ErrorHandler, Middleware
+from liz.types import Clock
 
 if TYPE_CHECKING:
     from liz.llm import LLMClient

@@ -16,10 +16,10 @@ from liz.db.engine import create_engine, make_sessionmaker
 from liz.facts.settings import FactSettings, warn_about_old_names
 from liz.facts.store import FactStore
 from liz.llm import LLMClient
-from liz.pipeline import AgentFramework
+from liz.pipeline import AgentFramework, Middleware
 from liz.runtime import Runtime
 from liz.settings_errors import load_settings
-from liz.types import Clock, Middleware, SystemClock
+from liz.types import Clock, SystemClock
 
 
 @asynccontextmanager

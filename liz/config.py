@@ -49,6 +49,7 @@ class Settings(BaseSettings):
     # GET /playground and ?trace=1 on POST /agent/input; off for servers whose callers
     # should not see the agents' prompts.
     liz_playground: bool = True
+    liz_scripted_llm: bool = False
 
     @field_validator("liz_cors_origins", mode="before")
     @classmethod

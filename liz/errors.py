@@ -123,19 +123,3 @@ class StorageError(LizError):
     ) -> None:
         super().__init__(message, status=status)
         self.retry_after = retry_after
-
-
-def as_liz_error(exc: BaseException) -> LizError:
-    """What an exception means to a caller: itself if it is a ``LizError``, a
-    :class:`StorageError` when the database cannot be reached or written, otherwise an
-    :class:`InternalError` whose details stay in the log.
-    """
-    if isinstance(exc, LizError):
-        return exc
-    # Imported here: liz.db imports this module.
-    from liz.db.errors import storage_error_for
-
-    storage = storage_error_for(exc)
-    if storage is not None:
-        return storage
-    return InternalError(f"{type(exc).__name__}: {exc}")

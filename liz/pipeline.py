@@ -8,21 +8,61 @@ anywhere reaches the framework's error handlers and becomes one error response.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from liz.errors import LizError, UsageError, as_liz_error
+from liz.caller_errors import as_liz_error
+from liz.errors import LizError, UsageError
 from liz.runtime import Runtime
 from liz.trace import Trace
-from liz.types import AgentReply, ErrorHandler, InputObject, Memory, Middleware, Next, TokenSink
+from liz.types import AgentReply, InputObject, Memory, Next, TokenSink
 
 if TYPE_CHECKING:
-    from liz.agent import BaseAgent
+    from liz.character import Character
     from liz.facts.domain import Fact
+    from liz.templates import PromptTemplates
     from liz.types import RouteChoice
 
 logger = logging.getLogger(__name__)
+
+Middleware = Callable[["AgentRequest", "AgentResponse", Next], Awaitable[None]]
+RouteHandler = Callable[["AgentRequest", "AgentResponse"], Awaitable[None]]
+ErrorHandler = Callable[[Exception, "AgentRequest", "AgentResponse"], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Route:
+    """Something an agent can do with an input; the router picks one by name.
+
+    `internal_only` routes are offered to the router only for inputs from an
+    internal source (the bot loop, the CLI), never for text sent over HTTP.
+    """
+
+    name: str
+    description: str
+    handler: RouteHandler
+    internal_only: bool = False
+
+
+class Agent(Protocol):
+    """What the chain uses of an agent; :class:`liz.agent.BaseAgent` is one."""
+
+    character: Character
+    templates: PromptTemplates
+    middleware: list[Middleware]
+
+    @property
+    def agent_id(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+    def get_routes(self) -> list[Route]: ...
+
+    def get_system_prompt(self) -> str: ...
+
+    def get_agent_context(self) -> str: ...
 
 
 @dataclass
@@ -30,7 +70,7 @@ class AgentRequest:
     """Everything one message carries down the chain. Per-request state lives here."""
 
     input: InputObject
-    agent: BaseAgent
+    agent: Agent
     runtime: Runtime
     memories: list[Memory] = field(default_factory=list)  # load_memories, newest first
     facts: list[Fact] = field(default_factory=list)  # recall_facts, best match first
@@ -175,7 +215,7 @@ class AgentFramework:
     async def process(
         self,
         input: InputObject,
-        agent: BaseAgent,
+        agent: Agent,
         *,
         on_token: TokenSink | None = None,
         dry_run: bool = False,
@@ -195,7 +235,9 @@ class AgentFramework:
                 await self._handle_error(exc, req, res)
         if not res.done:
             res.fail(LizError("the middleware chain ended without sending a reply", status=500))
-        res.trace.finish(req, res)
+        asked_for = req.input.route if req.input.source.is_internal else None
+        route = None if res.reply is None else res.reply.route
+        res.trace.finish(req.facts, route, choice=req.route_choice, asked_for=asked_for)
         return res
 
     async def _handle_error(self, exc: Exception, req: AgentRequest, res: AgentResponse) -> None:

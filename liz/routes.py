@@ -5,8 +5,7 @@ A route produces the reply's text; ``create_memory`` keeps it in the conversatio
 
 from __future__ import annotations
 
-from liz.pipeline import AgentRequest, AgentResponse
-from liz.types import Route
+from liz.pipeline import AgentRequest, AgentResponse, Route
 
 
 async def converse(req: AgentRequest, res: AgentResponse) -> None:

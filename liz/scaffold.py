@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
@@ -15,6 +16,8 @@ FILES = {
     "test_app.py": "test_app.py.j2",
     ".env.example": "env.example.j2",
     "README.md": "README.md.j2",
+    "pyproject.toml": "pyproject.toml.j2",
+    ".gitignore": "gitignore.j2",
 }
 
 
@@ -33,6 +36,15 @@ def create_project(folder: Path) -> Path:
     )
     folder.mkdir(parents=True, exist_ok=True)
     for target, template in FILES.items():
-        text = environment.get_template(template).render(name=name, agent_id=agent_id)
+        text = environment.get_template(template).render(
+            name=name, agent_id=agent_id, liz_version=_liz_version()
+        )
         (folder / target).write_text(text, encoding="utf-8")
     return folder
+
+
+def _liz_version() -> str:
+    try:
+        return version("liz")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "0.1"

@@ -20,15 +20,30 @@ from __future__ import annotations
 import asyncio
 import copy
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 if TYPE_CHECKING:
-    from liz.pipeline import AgentRequest, AgentResponse
-    from liz.types import Middleware, Next
+    from liz.types import Next, RouteChoice
+
+# The chain's request and response; the trace reads nothing of them.
+Req = TypeVar("Req")
+Res = TypeVar("Res")
+
+
+class _Recalled(Protocol):
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def score(self) -> float | None: ...
+
 
 RouteChosenBy = Literal["router", "only_route", "caller"]
 
@@ -131,7 +146,7 @@ class Trace:
         }
 
     async def run_step(
-        self, step: Middleware, req: AgentRequest, res: AgentResponse, next: Next
+        self, step: Callable[[Req, Res, Next], Awaitable[None]], req: Req, res: Res, next: Next
     ) -> None:
         """Run one step of a chain and time it (``compose`` calls this for every step)."""
         timing = StepTiming(step_name(step), depth=len(self._active))
@@ -169,18 +184,25 @@ class Trace:
             _current.reset(token)
             self._task = None
 
-    def finish(self, req: AgentRequest, res: AgentResponse) -> None:
-        """Copy what the chain decided (route, recalled facts) from the request."""
-        self.recalled_facts = [RecalledFact(f.id, f.text, f.score) for f in req.facts]
-        if res.reply is None or res.reply.route is None:
+    def finish(
+        self,
+        recalled: Sequence[_Recalled],
+        route: str | None,
+        *,
+        choice: RouteChoice | None,
+        asked_for: str | None,
+    ) -> None:
+        """Keep what the chain decided: the facts recalled, the reply's route and who chose
+        it (``choice``: the router's answer; ``asked_for``: the route an internal caller named)."""
+        self.recalled_facts = [RecalledFact(f.id, f.text, f.score) for f in recalled]
+        if route is None:
             return
-        choice = req.route_choice
-        if choice is not None and choice.route == res.reply.route:
-            self.route = RouteTrace(res.reply.route, "router", choice.confidence, choice.reasoning)
-        elif req.input.source.is_internal and req.input.route == res.reply.route:
-            self.route = RouteTrace(res.reply.route, "caller")
+        if choice is not None and choice.route == route:
+            self.route = RouteTrace(route, "router", choice.confidence, choice.reasoning)
+        elif asked_for == route:
+            self.route = RouteTrace(route, "caller")
         else:
-            self.route = RouteTrace(res.reply.route, "only_route")
+            self.route = RouteTrace(route, "only_route")
 
 
 _current: ContextVar[Trace | None] = ContextVar("liz_trace", default=None)

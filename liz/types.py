@@ -1,10 +1,9 @@
-"""The framework's vocabulary: the callable types, the clock, and the data that flows.
+"""The framework's vocabulary: the clock and the data that flows. It imports nothing of liz.
 
-A middleware is any ``async def step(req, res, next)``; a route handler is any
-``async def handle(req, res)``; the clock is where every part reads the time and
-waits. The data are pydantic models whose field names follow Liz's JSON
-(camelCase) on the wire and are snake_case in Python; both spellings are
-accepted on input.
+The clock is where every part reads the time and waits. The data are pydantic models
+whose field names follow Liz's JSON (camelCase) on the wire and are snake_case in
+Python; both spellings are accepted on input. The callable types (middleware, route
+handlers) live beside the request they take, in :mod:`liz.pipeline`.
 """
 
 from __future__ import annotations
@@ -13,21 +12,14 @@ import asyncio
 import json
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-if TYPE_CHECKING:
-    from liz.pipeline import AgentRequest, AgentResponse
-
 Next = Callable[[], Awaitable[None]]
-Middleware = Callable[["AgentRequest", "AgentResponse", Next], Awaitable[None]]
-RouteHandler = Callable[["AgentRequest", "AgentResponse"], Awaitable[None]]
-ErrorHandler = Callable[[Exception, "AgentRequest", "AgentResponse"], Awaitable[None]]
 TokenSink = Callable[[str], Awaitable[None]]
 
 
@@ -119,20 +111,6 @@ class Memory(CamelModel):
     def text(self) -> str:
         value = self.content.get("text")
         return value if isinstance(value, str) else json.dumps(self.content)
-
-
-@dataclass(frozen=True)
-class Route:
-    """Something an agent can do with an input; the router picks one by name.
-
-    `internal_only` routes are offered to the router only for inputs from an
-    internal source (the bot loop, the CLI), never for text sent over HTTP.
-    """
-
-    name: str
-    description: str
-    handler: RouteHandler
-    internal_only: bool = False
 
 
 class RouteChoice(BaseModel):

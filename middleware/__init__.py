@@ -14,7 +14,7 @@ from liz.middleware.recall_facts import recall_facts
 from liz.middleware.router import router
 from liz.middleware.validate_input import validate_input
 from liz.middleware.wrap_context import wrap_context
-from liz.types import Middleware
+from liz.pipeline import Middleware
 
 standard_middleware: list[Middleware] = [
     validate_input,

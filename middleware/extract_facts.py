@@ -14,8 +14,8 @@ keeps: any liz process sharing the database retries it later (see
 from __future__ import annotations
 
 from liz.errors import UsageError
-from liz.pipeline import AgentRequest, AgentResponse
-from liz.types import InputSource, Middleware, Next
+from liz.pipeline import AgentRequest, AgentResponse, Middleware
+from liz.types import InputSource, Next
 
 
 def extract_facts(attempts: int | None = None, wait_seconds: float = 2.0) -> Middleware:

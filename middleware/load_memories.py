@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from liz.conversation import line_tokens
 from liz.db.memories import read_recent
 from liz.errors import UsageError
-from liz.pipeline import AgentRequest, AgentResponse
-from liz.types import Memory, Middleware, Next
+from liz.pipeline import AgentRequest, AgentResponse, Middleware
+from liz.types import Memory, Next
 
 
 def load_memories(limit: int = 100, tokens: int | None = None) -> Middleware:

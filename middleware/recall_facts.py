@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 
 from liz.errors import LizError, UsageError
-from liz.pipeline import AgentRequest, AgentResponse
-from liz.types import Middleware, Next
+from liz.pipeline import AgentRequest, AgentResponse, Middleware
+from liz.types import Next
 
 logger = logging.getLogger(__name__)
 

@@ -6,8 +6,8 @@ import logging
 
 from liz.errors import InputError, LLMError
 from liz.llm.errors import UNUSABLE_ANSWER
-from liz.pipeline import AgentRequest, AgentResponse
-from liz.types import Next, Route, RouteChoice
+from liz.pipeline import AgentRequest, AgentResponse, Route
+from liz.types import Next, RouteChoice
 
 logger = logging.getLogger(__name__)
 

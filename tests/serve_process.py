@@ -44,10 +44,11 @@ def liz_serve(
     target: str | None = None,
     migrate: bool = True,
     timeout: float = 60,
+    flags: tuple[str, ...] = (),
 ) -> Iterator[str]:
-    """Run ``liz serve [target]`` until the block ends; yields its base URL."""
+    """Run ``liz serve [target] [flags]`` until the block ends; yields its base URL."""
     port = free_port()
-    command = [sys.executable, "-m", "liz", "serve", *([target] if target else [])]
+    command = [sys.executable, "-m", "liz", "serve", *([target] if target else []), *flags]
     command += ["--host", "127.0.0.1", "--port", str(port)]
     if not migrate:
         command.append("--no-migrate")

@@ -35,7 +35,9 @@ def scripted_agent_llm(reply: str) -> ScriptedOpenAI:
 def test_db_upgrade_creates_the_tables(tmp_path: Path) -> None:
     result = liz("db", "upgrade", env={"DATABASE_URL": "file:./prisma/dev.db"}, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert "database is up to date" in result.stdout
+    assert "database created" in result.stdout
+    again = liz("db", "upgrade", env={"DATABASE_URL": "file:./prisma/dev.db"}, cwd=tmp_path)
+    assert again.returncode == 0 and "database is up to date" in again.stdout
     with sqlite3.connect(tmp_path / "prisma" / "dev.db") as db:
         tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     assert {"Memory", "Tweet"} <= tables
@@ -93,7 +95,7 @@ def test_chat_against_a_running_server(tmp_path: Path) -> None:
                 stdin="Hi\n",
             )
     assert result.returncode == 0, result.stderr
-    assert "business-advisor> Hello there." in result.stdout
+    assert "Morgan> Hello there." in result.stdout
 
 
 def test_chat_with_an_unknown_agent_names_the_known_ones(tmp_path: Path) -> None:

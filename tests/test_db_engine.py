@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from liz.config import Settings
 from liz.db.engine import create_engine, dialect_name, make_read_sessionmaker, make_sessionmaker
 from liz.db.memories import count_memories, insert_memory
-from liz.db.models import MemoryRecord
+from liz.db.tables import MemoryRecord
 from liz.types import Memory
 
 pytestmark = pytest.mark.anyio

@@ -19,7 +19,7 @@ from liz.db.memories import (
     recent_memories,
     store_memory,
 )
-from liz.db.models import MemoryRecord
+from liz.db.tables import MemoryRecord
 from liz.errors import UsageError
 from liz.types import Memory
 

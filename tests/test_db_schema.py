@@ -12,8 +12,8 @@ from pathlib import Path
 
 from sqlalchemy import Index, MetaData, UniqueConstraint
 
-import liz.db.all_models
-from liz.db.models import Base
+import liz.db.all_tables
+from liz.db.tables import Base
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "schema.prisma"
 
@@ -152,7 +152,7 @@ def drift(prisma: dict[str, Table], models: dict[str, Table]) -> list[str]:
 
 
 def test_models_match_schema_prisma() -> None:
-    assert liz.db.all_models.Base is Base
+    assert liz.db.all_tables.Base is Base
     prisma = parse_prisma(SCHEMA_PATH.read_text(encoding="utf-8"))
     differences = drift(prisma, tables_from_metadata(Base.metadata))
     assert not differences, "schema.prisma and the models differ:\n  " + "\n  ".join(differences)

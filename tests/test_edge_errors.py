@@ -21,13 +21,13 @@ from liz.agent import BaseAgent
 from liz.bootstrap import build_framework
 from liz.config import Settings
 from liz.db.engine import create_engine
-from liz.db.models import MemoryRecord
+from liz.db.tables import MemoryRecord
 from liz.http import create_app
-from liz.pipeline import AgentFramework, AgentRequest, AgentResponse
+from liz.pipeline import AgentFramework, AgentRequest, AgentResponse, Route
 from liz.routes import converse
 from liz.runtime import Runtime
 from liz.testing.openai_server import RecordedRequest, ScriptedError, ScriptedOpenAI
-from liz.types import Next, Route
+from liz.types import Next
 
 pytestmark = pytest.mark.anyio
 AGENT = "business-advisor"

@@ -13,7 +13,7 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
-from liz.db.models import MemoryRecord
+from liz.db.tables import MemoryRecord
 from liz.image_urls import image_url_problem
 from liz.runtime import Runtime
 from liz.testing.openai_server import ScriptedOpenAI

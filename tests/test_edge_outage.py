@@ -24,7 +24,7 @@ from liz.bootstrap import build_framework
 from liz.config import Settings
 from liz.db.engine import create_engine
 from liz.db.migrate import upgrade
-from liz.db.models import MemoryRecord
+from liz.db.tables import MemoryRecord
 from liz.http import create_app
 from liz.runtime import Runtime
 from liz.testing.openai_server import RecordedRequest, ScriptedOpenAI

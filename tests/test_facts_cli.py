@@ -8,8 +8,8 @@ from collections.abc import Iterator
 import pytest
 from typer.testing import CliRunner
 
+from liz.cli.facts import facts_app
 from liz.db.engine import create_engine, make_sessionmaker
-from liz.facts.cli import facts_app
 from liz.facts.store import FactStore
 from liz.testing.openai_server import ScriptedOpenAI
 from tests.fixtures.facts import AGENT, USER, extraction, fact, fact_settings

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import func, select
 
-from liz.db.models import MemoryRecord
+from liz.db.tables import MemoryRecord
 from liz.runtime import Runtime
 from liz.testing.openai_server import RecordedRequest, ScriptedOpenAI
 

@@ -13,7 +13,7 @@ from sqlalchemy import func, select
 
 from liz.agent import BaseAgent
 from liz.bootstrap import build_framework
-from liz.db.models import MemoryRecord
+from liz.db.tables import MemoryRecord
 from liz.http import create_app
 from liz.runtime import Runtime
 from liz.testing.openai_server import ScriptedOpenAI

@@ -15,7 +15,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from liz.db.engine import make_sessionmaker
-from liz.db.models import MemoryRecord
+from liz.db.tables import MemoryRecord
 from liz.facts.domain import Exchange
 from liz.facts.store import FactStore
 from liz.learning_queue.jobs import list_jobs

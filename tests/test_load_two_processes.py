@@ -18,7 +18,7 @@ import pytest
 from sqlalchemy import select
 
 from liz.db.engine import create_engine
-from liz.db.models import MemoryRecord
+from liz.db.tables import MemoryRecord
 from liz.testing.openai_server import RecordedRequest, ScriptedOpenAI
 from tests.fixtures.db import _fresh_postgres
 from tests.serve_process import liz_serve

@@ -13,7 +13,7 @@ from liz.agent import BaseAgent
 from liz.bootstrap import build_framework
 from liz.character import Character
 from liz.db.memories import insert_memory
-from liz.db.models import MemoryRecord
+from liz.db.tables import MemoryRecord
 from liz.facts.store import FactStore
 from liz.middleware import (
     create_memory,
@@ -23,11 +23,11 @@ from liz.middleware import (
     validate_input,
     wrap_context,
 )
-from liz.pipeline import AgentFramework
+from liz.pipeline import AgentFramework, Route
 from liz.routes import conversation
 from liz.runtime import Runtime
 from liz.testing.openai_server import ScriptedOpenAI
-from liz.types import InputObject, InputSource, Memory, Route
+from liz.types import InputObject, InputSource, Memory
 
 pytestmark = pytest.mark.anyio
 

@@ -16,11 +16,11 @@ from liz.character import Character
 from liz.config import Settings
 from liz.facts.store import FactStore
 from liz.http import create_app
-from liz.pipeline import AgentFramework, AgentRequest, AgentResponse, compose
+from liz.pipeline import AgentFramework, AgentRequest, AgentResponse, Route, compose
 from liz.routes import conversation
 from liz.runtime import Runtime
 from liz.testing.openai_server import ScriptedOpenAI
-from liz.types import InputObject, Next, Route, RouteChoice
+from liz.types import InputObject, Next, RouteChoice
 from tests.fixtures.facts import AGENT, USER, extraction, fact, seed
 
 pytestmark = pytest.mark.anyio

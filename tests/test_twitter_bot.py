@@ -17,7 +17,7 @@ from liz.agent import BaseAgent
 from liz.bootstrap import build_framework
 from liz.character import Character
 from liz.config import Settings
-from liz.db.models import MemoryRecord, TweetRecord
+from liz.db.tables import MemoryRecord, TweetRecord
 from liz.llm import LLMClient
 from liz.routes import standard_routes
 from liz.runtime import Runtime
@@ -26,9 +26,9 @@ from liz.testing.fake_twitter import FakeTwitter
 from liz.testing.openai_server import RecordedRequest, ScriptedOpenAI
 from liz.twitter.bot import TwitterBot
 from liz.twitter.errors import TwitterAuthError, TwitterTransientError
-from liz.twitter.models import HandledTweetRecord
 from liz.twitter.settings import TwitterSettings
 from liz.twitter.splitter import tweet_length
+from liz.twitter.tables import HandledTweetRecord
 
 LONG_REPLY = (
     "Here is the long answer you asked for. " * 6

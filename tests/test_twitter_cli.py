@@ -13,6 +13,7 @@ import pytest
 from sqlalchemy import text
 
 from liz.app import App
+from liz.cli.twitter_run import build_transport, run_twitter
 from liz.config import Settings
 from liz.db.engine import create_engine
 from liz.errors import UsageError
@@ -20,7 +21,6 @@ from liz.llm import LLMClient
 from liz.testing.fake_twitter import FakeTwitter
 from liz.testing.openai_server import ScriptedOpenAI
 from liz.twitter.api_transport import TweepyTransport
-from liz.twitter.cli import build_transport, run_twitter
 from liz.twitter.settings import TwitterSettings
 
 

@@ -13,9 +13,9 @@ from datetime import timedelta
 
 import pytest
 
-from liz.db.models import TweetRecord
+from liz.db.tables import TweetRecord
 from liz.twitter.errors import TwitterRejected
-from liz.twitter.models import OutboxTweetRecord
+from liz.twitter.tables import OutboxTweetRecord
 
 # The fixture, shared with the single-bot tests (a re-export, so pytest finds it here).
 from tests.test_twitter_bot import World

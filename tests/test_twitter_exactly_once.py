@@ -10,7 +10,7 @@ import pytest
 from liz.testing.fake_twitter import FakeTwitter
 from liz.testing.openai_server import RecordedRequest
 from liz.twitter.errors import TwitterOutcomeUnknown, TwitterTransientError
-from liz.twitter.models import HandledTweetRecord, OutboxTweetRecord
+from liz.twitter.tables import HandledTweetRecord, OutboxTweetRecord
 from liz.twitter.transport import Tweet
 
 # The fixture, shared with the single-bot tests (a re-export, so pytest finds it here).

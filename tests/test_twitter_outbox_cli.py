@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 
 from liz.cli import app
 from liz.twitter.errors import TwitterOutcomeUnknown
-from liz.twitter.models import HandledTweetRecord, OutboxTweetRecord
 from liz.twitter.outbox_view import held_threads
+from liz.twitter.tables import HandledTweetRecord, OutboxTweetRecord
 from liz.twitter.transport import Tweet
 
 # The fixture, shared with the single-bot tests (a re-export, so pytest finds it here).

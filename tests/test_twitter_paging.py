@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from liz.twitter.models import HandledTweetRecord
+from liz.twitter.tables import HandledTweetRecord
 
 # The fixture, shared with the single-bot tests (a re-export, so pytest finds it here).
 from tests.test_twitter_bot import World

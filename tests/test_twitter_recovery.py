@@ -9,7 +9,7 @@ from sqlalchemy import text
 
 from liz.testing.fake_twitter import FakeTwitter
 from liz.twitter.errors import TwitterAuthError, TwitterTransientError
-from liz.twitter.models import HandledTweetRecord
+from liz.twitter.tables import HandledTweetRecord
 from liz.twitter.transport import Tweet
 
 # The fixture, shared with the single-bot tests (a re-export, so pytest finds it here).

@@ -16,8 +16,8 @@ from liz.errors import UsageError
 from liz.settings_errors import load_settings
 from liz.testing.fake_twitter import FakeTwitter
 from liz.twitter.errors import TwitterOutcomeUnknown, TwitterTransientError
-from liz.twitter.models import HandledTweetRecord, OutboxTweetRecord
 from liz.twitter.settings import TwitterSettings
+from liz.twitter.tables import HandledTweetRecord, OutboxTweetRecord
 
 # The fixture, shared with the single-bot tests (a re-export, so pytest finds it here).
 from tests.test_twitter_bot import World

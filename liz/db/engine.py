@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import time
 import weakref
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from sqlalchemy.util import await_
 from liz.config import Settings
 from liz.db.driver import AIOSQLITE_RUNS_FUNCTIONS
 from liz.db.url import asyncpg_connect_args, describe, normalize_database_url
+from liz.errors import UsageError
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +66,7 @@ def create_engine(
         if pooled and file:
             _add_reader(engine, normalized, settings)
     else:
+        _require_postgres_driver()
         normalized, connect_args = asyncpg_connect_args(normalized)
         if pooled:
             kwargs.update(
@@ -76,6 +79,11 @@ def create_engine(
             _replace_dropped_connections(engine)
     logger.debug("database engine for %s", describe(normalized))
     return engine
+
+
+def _require_postgres_driver() -> None:
+    if find_spec("asyncpg") is None:
+        raise UsageError("a PostgreSQL DATABASE_URL needs its driver: pip install 'liz[postgres]'")
 
 
 # A pooled connection idle this long is pinged before use: a NAT or firewall may have

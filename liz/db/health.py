@@ -17,7 +17,7 @@ from sqlalchemy import insert
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from liz.db.errors import storage_error_for
-from liz.db.models import MemoryRecord
+from liz.db.tables import MemoryRecord
 from liz.types import Clock
 
 logger = logging.getLogger(__name__)

@@ -16,7 +16,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, mapped_column
 
-from liz.db.models import Base
+from liz.db.tables import Base
 from liz.db.types import UTCDateTime
 
 

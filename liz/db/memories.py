@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
 
 from liz.db.driver import Bound, Statement, connect
 from liz.db.engine import read_engine
-from liz.db.models import MemoryRecord
+from liz.db.tables import MemoryRecord
 from liz.db.types import read_utc
 from liz.errors import UsageError
 from liz.types import Memory

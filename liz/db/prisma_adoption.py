@@ -14,7 +14,7 @@ import logging
 from sqlalchemy import Table, inspect, text
 from sqlalchemy.engine import Connection
 
-from liz.db.models import MemoryRecord, TweetRecord
+from liz.db.tables import MemoryRecord, TweetRecord
 from liz.db.vector_support import enable_pgvector
 from liz.errors import StorageError
 

@@ -29,7 +29,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Mapped, mapped_column
 from sqlalchemy.types import TypeEngine
 
-from liz.db.models import Base
+from liz.db.tables import Base
 from liz.db.types import UTCDateTime
 
 # Names of the search structures made outside the models; `alembic check` skips them.

@@ -3,7 +3,7 @@
 Pure ASGI middleware, the outermost of liz's own: it names the request (keeping a
 well-formed ``X-Request-Id`` the client or a proxy sent), returns the id on every
 response, and turns any exception no route handled into the answer
-:func:`liz.errors.as_liz_error` gives it: a 503 for a database outage, a 500 with
+:func:`liz.caller_errors.as_liz_error` gives it: a 503 for a database outage, a 500 with
 the request id for anything unexpected, whose details go only to the log.
 """
 
@@ -16,7 +16,8 @@ import uuid
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from liz.errors import InternalError, as_liz_error
+from liz.caller_errors import as_liz_error
+from liz.errors import InternalError
 from liz.http.errors import error_response, log_failure
 
 logger = logging.getLogger(__name__)

@@ -32,7 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
 from liz.db.driver import Bound, Statement
-from liz.db.models import MemoryRecord
+from liz.db.tables import MemoryRecord
 from liz.db.types import UTCDateTime
 from liz.learning_queue.tables import FAILED, PENDING, LearningJobRecord
 from liz.types import Memory

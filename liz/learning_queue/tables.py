@@ -12,7 +12,7 @@ from datetime import datetime
 from sqlalchemy import Index, Integer, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from liz.db.models import Base
+from liz.db.tables import Base
 from liz.db.types import UTCDateTime
 
 PENDING = "pending"

@@ -22,7 +22,7 @@ from datetime import timedelta
 
 from liz.twitter.context import BotContext
 from liz.twitter.errors import TwitterPostUnconfirmed
-from liz.twitter.models import OutboxTweetRecord
+from liz.twitter.tables import OutboxTweetRecord
 from liz.twitter.transport import Tweet
 
 logger = logging.getLogger(__name__)

@@ -58,8 +58,8 @@ from liz.twitter.lost_posts import (
     look_before_posting_again,
     waiting_for_id,
 )
-from liz.twitter.models import OutboxTweetRecord
 from liz.twitter.store import save_tweets
+from liz.twitter.tables import OutboxTweetRecord
 from liz.twitter.transport import Tweet
 
 logger = logging.getLogger(__name__)

@@ -19,10 +19,10 @@ from itertools import groupby
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from liz.db.models import TweetRecord
+from liz.db.tables import TweetRecord
 from liz.errors import UsageError
-from liz.twitter.models import HandledTweetRecord, OutboxTweetRecord
 from liz.twitter.outbox import DROPPED, PLANNED, POSTED, REPLY_PREFIX, replied_tweet_id
+from liz.twitter.tables import HandledTweetRecord, OutboxTweetRecord
 from liz.twitter.unseen_posts import LOOKED_FOR
 
 

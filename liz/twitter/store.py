@@ -13,8 +13,8 @@ from datetime import datetime
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from liz.db.models import TweetRecord
-from liz.twitter.models import HandledTweetRecord
+from liz.db.tables import TweetRecord
+from liz.twitter.tables import HandledTweetRecord
 from liz.twitter.transport import Tweet
 
 MENTIONS_STREAM = "mentions"

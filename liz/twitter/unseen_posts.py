@@ -27,9 +27,9 @@ from sqlalchemy import func, select, update
 from liz.twitter.context import BotContext
 from liz.twitter.errors import TwitterAuthError, TwitterError
 from liz.twitter.lost_posts import find_lost_post
-from liz.twitter.models import OutboxTweetRecord
 from liz.twitter.outbox import PLANNED, POST_PREFIX, POSTED, this_row
 from liz.twitter.store import save_tweets
+from liz.twitter.tables import OutboxTweetRecord
 from liz.twitter.transport import Tweet
 
 logger = logging.getLogger(__name__)

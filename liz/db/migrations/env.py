@@ -15,7 +15,7 @@ from alembic import context
 from sqlalchemy.engine import Connection
 
 from liz.config import Settings
-from liz.db.all_models import Base
+from liz.db.all_tables import Base
 from liz.db.engine import create_engine
 from liz.errors import UsageError
 from liz.facts.tables import SEARCH_STRUCTURE_PREFIXES

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import logging
+from importlib.util import find_spec
 
 from liz.app import App
+from liz.errors import UsageError
 from liz.settings_errors import load_settings
 from liz.twitter.bot import TwitterBot
 from liz.twitter.settings import TwitterSettings
@@ -53,6 +55,8 @@ async def run_twitter(
     Raises :class:`UsageError` for an unknown agent or missing credentials and
     :class:`liz.twitter.errors.TwitterAuthError` when X refuses the credentials.
     """
+    if find_spec("twitter_text") is None:  # X's length rules, for every post and reply
+        raise UsageError("the Twitter/X bot needs the twitter extra: pip install 'liz[twitter]'")
     twitter = twitter_settings or load_settings(TwitterSettings)
     if dry_run:
         twitter = twitter.model_copy(update={"dry_run": True})

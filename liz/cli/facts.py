@@ -9,13 +9,14 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
-from liz.errors import LizError
-from liz.learning_queue.cli import discard, give_up, retry, show_queue
+from liz.cli.failing import fail
+from liz.cli.learning_queue import discard, give_up, retry, show_queue
+from liz.cli.session import run, with_session
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncSession
@@ -39,6 +40,7 @@ def _run(work: Callable[[FactStore], Awaitable[T]]) -> T:
     """Open the runtime from the settings, run ``work`` on its facts store, close it."""
     from liz.bootstrap import open_runtime
     from liz.config import Settings
+    from liz.errors import LizError
     from liz.settings_errors import load_settings
 
     async def main() -> T:
@@ -50,38 +52,14 @@ def _run(work: Callable[[FactStore], Awaitable[T]]) -> T:
                 )
             return await work(runtime.facts)
 
-    return _main(main)
+    logging.basicConfig(level=logging.WARNING)
+    return run(main, reading="the facts")
 
 
 def _read(work: Callable[[AsyncSession], Awaitable[T]]) -> T:
     """Run ``work`` on a session of DATABASE_URL: reading facts needs no LLM."""
-    from liz.config import Settings
-    from liz.db.engine import create_engine, make_sessionmaker
-    from liz.facts.writes import database_errors
-    from liz.settings_errors import load_settings
-
-    async def main() -> T:
-        settings = load_settings(Settings)
-        engine = create_engine(settings.database_url, settings)
-        try:
-            with database_errors():
-                async with make_sessionmaker(engine)() as session:
-                    return await work(session)
-        finally:
-            await engine.dispose()
-
-    return _main(main)
-
-
-def _main(main: Callable[[], Coroutine[Any, Any, T]]) -> T:
-    import asyncio
-
     logging.basicConfig(level=logging.WARNING)
-    try:
-        return asyncio.run(main())
-    except LizError as exc:
-        typer.secho(f"error: {exc.message}", err=True, fg=typer.colors.RED)
-        raise typer.Exit(2) from exc
+    return with_session(work, reading="the facts")
 
 
 def _show(facts: list[Fact]) -> None:
@@ -132,8 +110,7 @@ def history(
 
     entries = _read(lambda session: fact_history(session, (agent, user), fact_id))
     if not entries:
-        typer.secho(f"error: no fact {fact_id!r} for agent {agent!r} and user {user!r}", err=True)
-        raise typer.Exit(2)
+        fail(f"no fact {fact_id!r} for agent {agent!r} and user {user!r}")
     for entry in entries:
         change = {
             "ADD": f"+ {entry.new_text}",

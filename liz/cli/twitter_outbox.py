@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from liz.operator_cli import fail, with_session
+from liz.cli.failing import fail, reported
+from liz.cli.session import with_session
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncSession
@@ -47,7 +48,6 @@ def show_outbox(
     ] = None,
 ) -> None:
     """List the posts and replies not confirmed on X (why, and what the bot does next)."""
-    from liz.errors import LizError
     from liz.settings_errors import load_settings
     from liz.twitter.outbox_view import abandon_thread, held_threads
     from liz.twitter.settings import TwitterSettings
@@ -75,10 +75,8 @@ def show_outbox(
         typer.echo(f"gave up {thread_key}: {', '.join(part for part in given_up if part)}")
         return
 
-    try:
+    with reported():  # a bad setting, named
         wait = load_settings(TwitterSettings).unconfirmed_post_wait_minutes
-    except LizError as exc:  # the bad setting, named
-        fail(exc.message)
 
     async def read(session: AsyncSession) -> list[HeldThread]:
         return await held_threads(session, now=now, wait_minutes=wait, account=account)

@@ -21,7 +21,7 @@ from datetime import datetime
 from sqlalchemy import Index, Integer, PrimaryKeyConstraint, Text, func
 from sqlalchemy.orm import Mapped, mapped_column
 
-from liz.db.models import Base
+from liz.db.tables import Base
 from liz.db.types import UTCDateTime
 
 

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from liz.cli.failing import fail, reported
+
 if TYPE_CHECKING:
     from liz.agent_files import AgentFile
 
@@ -26,7 +28,6 @@ agents_app = typer.Typer(
 )
 
 BAD_FILES_EXIT = 1
-USAGE_EXIT = 2
 
 
 @agents_app.command("check")
@@ -41,20 +42,15 @@ def check(
     ] = None,
 ) -> None:
     """Load every agent of TARGET without serving; list each agent and each bad file."""
-    from liz.errors import LizError
-
     # Ignored fields are printed below; the log line serve writes would repeat them.
     logging.basicConfig(level=logging.ERROR)
-    try:
+    with reported():
         if target is not None and (":" in target or target.endswith(".py")):
             _check_app(target)
             return
         from liz.agent_files import read_agents_folder
 
         found = read_agents_folder(target)
-    except LizError as exc:
-        typer.secho(f"error: {exc.message}", err=True, fg=typer.colors.RED)
-        raise typer.Exit(USAGE_EXIT) from exc
     typer.echo(f"agents in {found.folder}:")
     for item in found.loaded:
         typer.echo(_describe(item))
@@ -78,8 +74,7 @@ def _check_app(target: str) -> None:
         routes = ", ".join(route.name for route in agent.get_routes())
         typer.echo(f"  ok   {agent.agent_id}  name {agent.name!r}  routes {routes}")
     if not app.agents:
-        typer.echo("no agents: add one with app.add_agent(...)")
-        raise typer.Exit(BAD_FILES_EXIT)
+        fail("no agents: add one with app.add_agent(...)", BAD_FILES_EXIT)
     typer.echo(f"{len(app.agents)} agent(s) ready")
 
 

@@ -1,14 +1,14 @@
-"""What the operator commands that read or change a few rows share (``liz facts queue``,
+"""What the commands that read or change a few rows share (``liz facts queue``,
 ``liz twitter outbox`` and their kin): a session on ``DATABASE_URL``, no LLM, and
 errors that end the command with a message and exit code 2."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, NoReturn, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import typer
+from liz.cli.failing import fail, reported
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncSession
@@ -19,11 +19,8 @@ T = TypeVar("T")
 def with_session(work: Callable[[AsyncSession], Awaitable[T]], *, reading: str) -> T:
     """Run ``work`` on a session of the configured database; errors end the command,
     a database's saying it cannot read ``reading`` ("the learning queue")."""
-    from sqlalchemy.exc import SQLAlchemyError
-
     from liz.config import Settings
     from liz.db.engine import create_engine, make_sessionmaker
-    from liz.errors import LizError
     from liz.settings_errors import load_settings
 
     async def main() -> T:
@@ -35,19 +32,21 @@ def with_session(work: Callable[[AsyncSession], Awaitable[T]], *, reading: str) 
         finally:
             await engine.dispose()
 
+    return run(main, reading=reading)
+
+
+def run(main: Callable[[], Coroutine[Any, Any, T]], *, reading: str) -> T:
+    """Run a command's coroutine; a liz error or a database failure ends the command."""
+    import sqlite3
+
+    from sqlalchemy.exc import SQLAlchemyError
+
     try:
-        return asyncio.run(main())
-    except LizError as exc:
-        fail(exc.message)
-    except (SQLAlchemyError, OSError) as exc:
+        with reported():
+            return asyncio.run(main())
+    except (SQLAlchemyError, OSError, sqlite3.Error) as exc:
         detail = getattr(exc, "orig", None) or exc
         fail(
             f"cannot read {reading} ({type(detail).__name__}: {detail}); check "
             "DATABASE_URL and run `liz db upgrade`"
         )
-
-
-def fail(message: str) -> NoReturn:
-    """End the command: ``message`` in red on stderr, exit code 2."""
-    typer.secho(f"error: {message}", err=True, fg=typer.colors.RED)
-    raise typer.Exit(2)

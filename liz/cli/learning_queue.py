@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from liz.operator_cli import fail, with_session
+from liz.cli.failing import fail
+from liz.cli.session import with_session
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncSession
@@ -67,11 +68,10 @@ def retry(
 
     async def change(session: AsyncSession) -> int:
         async with session.begin():
+            await _refuse_unknown(session, ids)
             return await jobs.retry_now(session, datetime.now(UTC), ids)
 
     count = with_session(change, reading="the learning queue")
-    if ids and count < len(ids):
-        typer.echo(f"{len(ids) - count} of the jobs named are not in the queue (learned already?)")
     typer.echo(f"{_jobs(count)} due now; a running liz process learns from them")
 
 
@@ -105,6 +105,21 @@ def discard(
 
     count = with_session(change, reading="the learning queue")
     typer.echo(f"{_jobs(count)} discarded; no facts will be learned from their messages")
+
+
+async def _refuse_unknown(session: AsyncSession, ids: list[int]) -> None:
+    """An InputError naming every job of ``ids`` not in the queue: nothing is changed."""
+    from sqlalchemy import select
+
+    from liz.errors import InputError
+    from liz.learning_queue.tables import LearningJobRecord
+
+    found = set(
+        await session.scalars(select(LearningJobRecord.id).where(LearningJobRecord.id.in_(ids)))
+    )
+    missing = [f"job {job_id} is not in the queue" for job_id in sorted(set(ids) - found)]
+    if missing:
+        raise InputError("; ".join(missing) + " (learned already?); nothing was changed")
 
 
 def _jobs(count: int) -> str:
