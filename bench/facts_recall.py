@@ -4,7 +4,7 @@
     .venv/bin/python bench/facts_recall.py --size 20000 --dims 1536 3072
 
 In a scope past ``EXACT_SCAN_VALUES`` numbers, with vectors of ``MIN_BIT_DIMENSIONS``
-or more (liz.facts.index.sqlite_cache), a search ranks rows by sign bits first and
+or more (liz.facts.sqlite.vectors), a search ranks rows by sign bits first and
 scores only the closest exactly. This compares the ``limit + TIE_MARGIN`` best
 similarities it finds with an exact scan's, for the facts and queries of
 bench/memory.py (bag-of-words vectors from the scripted server) and for dense,
@@ -20,9 +20,9 @@ import time
 import numpy as np
 from memory import QUERIES, facts
 
-from liz.facts.index import sqlite_cache
-from liz.facts.index.protocol import TIE_MARGIN
-from liz.facts.index.sqlite_cache import ScopeVectors
+from liz.facts.search import TIE_MARGIN
+from liz.facts.sqlite import vectors as sqlite_cache
+from liz.facts.sqlite.vectors import ScopeVectors
 from liz.facts.vectors import Vector, as_unit_vector
 from liz.testing.openai_server import scripted_embedding
 

@@ -20,9 +20,8 @@ from liz.config import Settings
 from liz.db.engine import create_engine
 from liz.db.migrate import alembic_config, run_blocking, upgrade
 from liz.facts.domain import ItemStatus
-from liz.facts.index import FactIndex
-from liz.facts.index.postgres import PostgresFactIndex
-from liz.facts.pg_indexing import INDEXING_LOCK, BackgroundIndexing, index_pending
+from liz.facts.postgres import PostgresFacts
+from liz.facts.postgres.indexing import INDEXING_LOCK, BackgroundIndexing, index_pending
 from liz.facts.store import FactStore
 from liz.facts.vectors import embed
 from liz.llm import LLMClient
@@ -66,16 +65,16 @@ async def indexing_held(database_url: str) -> AsyncIterator[asyncpg.Connection]:
         await connection.close()
 
 
-async def graph_index(engine: AsyncEngine, llm: LLMClient) -> PostgresFactIndex:
+async def graph_index(engine: AsyncEngine, llm: LLMClient) -> PostgresFacts:
     """An index that searches a scope of more than 50 facts through the HNSW graph."""
     dimension = len((await embed(llm, ["x"]))[0])
-    return PostgresFactIndex(engine, exact_components=dimension * 50)
+    return PostgresFacts(engine, exact_components=dimension * 50)
 
 
-async def steps_done(*indexes: FactIndex) -> None:
+async def steps_done(*indexes: object) -> None:
     """Until the indexing steps these indexes started have ended."""
     for index in indexes:
-        assert isinstance(index, PostgresFactIndex)
+        assert isinstance(index, PostgresFacts)
         await index.indexing.wait()
 
 
@@ -99,7 +98,7 @@ async def test_a_fact_just_stored_is_found_before_it_enters_the_graph_and_after(
 ) -> None:
     await fill(engine, llm, USER, 400, seed=5)
     through_graph = await graph_index(engine, llm)
-    exact = PostgresFactIndex(engine, exact_components=ALWAYS_EXACT)
+    exact = PostgresFacts(engine, exact_components=ALWAYS_EXACT)
     new = await add_one(store, BEES)
     assert await pending_texts(engine) == [BEES]
 
@@ -108,7 +107,7 @@ async def test_a_fact_just_stored_is_found_before_it_enters_the_graph_and_after(
         assert found[0][0] == new
     assert [fact.id for fact in await store.search(BEES, AGENT, USER)][:1] == [new]
 
-    await steps_done(store.index, through_graph)  # they gave up: the lock is held
+    await steps_done(store.storage, through_graph)  # they gave up: the lock is held
     await indexing_held.execute(f"SELECT pg_advisory_unlock({INDEXING_LOCK})")
     assert await index_pending(engine) == 1
     assert await pending_texts(engine) == []
@@ -145,7 +144,7 @@ async def test_an_updated_fact_is_found_by_its_new_text_before_and_after_indexin
 
     found = await candidates(engine, through_graph, llm, CATAMARAN)
     assert found[0][0] == fact_id
-    await steps_done(store.index, through_graph)
+    await steps_done(store.storage, through_graph)
     await indexing_held.execute(f"SELECT pg_advisory_unlock({INDEXING_LOCK})")
     through_graph.indexing.wake()  # as the next write or search in this process does
     await steps_done(through_graph)
@@ -178,7 +177,7 @@ async def test_a_step_that_fails_midway_leaves_every_fact_pending_and_found(
                 "EXECUTE FUNCTION refuse()"
             )
         )
-    await steps_done(store.index)
+    await steps_done(store.storage)
     await indexing_held.execute(f"SELECT pg_advisory_unlock({INDEXING_LOCK})")
 
     with pytest.raises(DBAPIError, match="disk on fire"):
@@ -204,11 +203,11 @@ async def test_writes_that_never_pause_leave_no_backlog_of_pending_facts(
         {"op": "add", "text": fact_text, "categories": ["a", "b"]} for fact_text in texts(100, 9)
     ]
     await store.apply(batch, AGENT, USER)
-    await steps_done(store.index)
+    await steps_done(store.storage)
     async with engine.begin() as connection:  # a backlog, as a burst of small writes leaves
         await connection.execute(text('UPDATE "Fact" SET "vectorPending" = true'))
-    # Batches of 5; a step starts 0.3 s after the first wake, as writes never go quiet.
-    indexing = BackgroundIndexing(engine, batch=5, quiet=60, at_most=0.3)
+    # Batches of 5, woken again and again, as writes that never pause wake it.
+    indexing = BackgroundIndexing(engine, batch=5)
 
     async def writes_that_never_pause() -> None:
         while True:
@@ -283,14 +282,14 @@ async def _graph_order(engine: AsyncEngine, llm: LLMClient, query: str) -> list[
 async def test_migrating_down_and_up_keeps_pending_and_indexed_facts_findable(
     database_url: str, engine: AsyncEngine, llm: LLMClient, store: FactStore, indexing_held: Any
 ) -> None:
-    await fill(engine, llm, USER, 150, seed=8)  # past pg_commit's size: in the graph at once
+    await fill(engine, llm, USER, 150, seed=8)  # past a small write's size: in the graph at once
     await store.search("anything at all", AGENT, USER)  # makes the dimension's HNSW index
     await add_one(store, MAPS)
     assert await pending_texts(engine) == [MAPS]
     # The step the write started gives up while the lock is held; none starts after it.
     # (One still running when the blocking downgrade begins would hold the rows the
     # downgrade waits for, on the event loop the downgrade blocks.)
-    await steps_done(store.index)
+    await steps_done(store.storage)
     await engine.dispose()
     await indexing_held.close()
 

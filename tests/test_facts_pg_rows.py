@@ -44,7 +44,7 @@ async def add(engine: AsyncEngine, llm: LLMClient, fact_text: str) -> FactStore:
     batch = [{"op": "add", "text": fact_text, "categories": ["family", "places"]}]
     (result,) = await store.apply(batch, AGENT, USER)
     assert result.status is ItemStatus.APPLIED, result
-    await steps_done(store.index)
+    await steps_done(store.storage)
     return store
 
 

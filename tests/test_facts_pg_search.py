@@ -1,7 +1,8 @@
-"""Search on PostgreSQL off the session (liz.facts.pg_search): the same facts, scores and
-order as the session's hybrid search, whatever way the vectors are searched; retired
-facts left out, pending ones found; failures told as storage errors, and a cancelled
-search leaves no transaction open on a pooled connection."""
+"""Search on PostgreSQL (liz.facts.postgres): the same facts, scores and order whether
+the plan is read while the embedding is on its way or after it, whatever way the
+vectors are searched; retired facts left out, pending ones found; failures told as
+storage errors, and a cancelled search leaves no transaction open on a pooled
+connection."""
 
 from __future__ import annotations
 
@@ -15,16 +16,15 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from liz.config import Settings
-from liz.db.engine import create_engine, make_read_sessionmaker, make_sessionmaker
+from liz.db.engine import create_engine, make_sessionmaker
 from liz.errors import StorageError
 from liz.facts.domain import EmbeddingMismatchError, Fact
-from liz.facts.index.postgres import PostgresFactIndex
 from liz.facts.normalize import fact_hash
-from liz.facts.pg_search import search_on_postgres
-from liz.facts.scope_writes import database_errors
-from liz.facts.search import hybrid_search
+from liz.facts.postgres import EXACT_COMPONENTS, PostgresFacts
+from liz.facts.storage import Nearest
 from liz.facts.store import FactStore
 from liz.facts.vectors import Vector, embed
+from liz.facts.writes import database_errors
 from liz.llm import LLMClient
 from tests.fixtures.db import postgres_database_url
 from tests.fixtures.facts import AGENT, USER, fact_settings
@@ -50,30 +50,43 @@ def arrived(vector: Vector) -> asyncio.Future[Vector]:
     return future
 
 
-async def query_vector(index: PostgresFactIndex, llm: LLMClient, query: str) -> Vector:
+async def query_vector(storage: PostgresFacts, llm: LLMClient, query: str) -> Vector:
     (vector,) = await embed(llm, [query])
-    await index.prepare_dimension(int(vector.size))
+    await storage.prepare_dimension(int(vector.size))
     return vector
+
+
+def searching(
+    storage: PostgresFacts,
+    llm: LLMClient,
+    query: str,
+    vector: asyncio.Future[Vector],
+    **options: Any,
+) -> Awaitable[list[Fact]]:
+    values: dict[str, Any] = {"limit": 5, "threshold": 0.0, **options}
+    nearest = Nearest((AGENT, USER), vector, llm.embedding_model, **values)
+    return storage.search(query, nearest)
 
 
 async def both_ways(
     engine: AsyncEngine,
-    index: PostgresFactIndex,
+    storage: PostgresFacts,
     llm: LLMClient,
     query: str,
     *,
     limit: int,
     threshold: float,
+    components: int = EXACT_COMPONENTS,
 ) -> tuple[list[Fact], list[Fact]]:
-    """The same search off the session and through it."""
-    vector = await query_vector(index, llm, query)
-    options: dict[str, Any] = {"model": llm.embedding_model, "limit": limit, "threshold": threshold}
-    off = await search_on_postgres(engine, index, (AGENT, USER), query, arrived(vector), **options)
-    async with make_read_sessionmaker(engine)() as session:
-        through = await hybrid_search(
-            session, index, (AGENT, USER), query, arrived(vector), **options
-        )
-    return off, through
+    """The same search by ``storage``, which knows the model's dimension from its last
+    search (it plans while the embedding is on its way), and by a fresh storage (which
+    plans once the embedding is there)."""
+    vector = await query_vector(storage, llm, query)
+    options: dict[str, Any] = {"limit": limit, "threshold": threshold}
+    known = await searching(storage, llm, query, arrived(vector), **options)
+    fresh = PostgresFacts(engine, exact_components=components)
+    await fresh.prepare_dimension(int(vector.size))
+    return known, await searching(fresh, llm, query, arrived(vector), **options)
 
 
 async def a_scope_with_keywords_retired_and_pending_facts(
@@ -94,7 +107,7 @@ async def a_scope_with_keywords_retired_and_pending_facts(
 
 
 @pytest.mark.parametrize("way", ["exact", "graph"])
-async def test_off_the_session_a_search_finds_what_the_session_finds(
+async def test_a_search_planned_early_finds_what_one_planned_late_finds(
     engine: AsyncEngine, llm: LLMClient, way: str
 ) -> None:
     store = await a_scope_with_keywords_retired_and_pending_facts(engine, llm)
@@ -102,12 +115,12 @@ async def test_off_the_session_a_search_finds_what_the_session_finds(
     retired -= {found.id for found in await store.list(AGENT, USER, limit=500)}
     dimension = int((await embed(llm, ["x"]))[0].size)
     components = ALWAYS_EXACT if way == "exact" else dimension * 50
-    index = PostgresFactIndex(engine, exact_components=components)
+    storage = PostgresFacts(engine, exact_components=components)
     keyword_hits = 0
     for query in SEARCHES:
         for limit, threshold in ((3, 0.0), (10, 0.0), (5, 0.3)):
             off, through = await both_ways(
-                engine, index, llm, query, limit=limit, threshold=threshold
+                engine, storage, llm, query, limit=limit, threshold=threshold, components=components
             )
             assert off == through, (query, limit, threshold)
             assert not retired & {found.id for found in off}
@@ -115,28 +128,19 @@ async def test_off_the_session_a_search_finds_what_the_session_finds(
     assert keyword_hits  # the pending facts, found by their rare words
 
 
-async def test_the_store_searches_off_the_session_with_the_same_answers(
-    engine: AsyncEngine, llm: LLMClient
-) -> None:
+async def test_the_store_searches_as_its_storage_does(engine: AsyncEngine, llm: LLMClient) -> None:
     store = await a_scope_with_keywords_retired_and_pending_facts(engine, llm)
     for query in SEARCHES:
         found = await store.search(query, AGENT, USER, limit=5)
-        async with store.reads() as session:
-            expected = await hybrid_search(
-                session,
-                store.index,
-                (AGENT, USER),
-                query,
-                arrived((await embed(llm, [query]))[0]),
-                model=llm.embedding_model,
-                limit=5,
-                threshold=store.settings.search_threshold,
-            )
+        vector = arrived((await embed(llm, [query]))[0])
+        floor = store.settings.search_threshold
+        nearest = Nearest((AGENT, USER), vector, llm.embedding_model, 5, floor)
+        expected = await store.storage.search(query, nearest)
         assert found == expected, query
     assert [found.text for found in await store.search("4711", AGENT, USER)] == [KEYWORD_FACTS[0]]
 
 
-async def test_facts_of_another_embedding_model_are_refused_off_the_session(
+async def test_facts_of_another_embedding_model_are_refused(
     engine: AsyncEngine, llm: LLMClient
 ) -> None:
     store = FactStore(make_sessionmaker(engine), llm, engine=engine, settings=fact_settings())
@@ -156,22 +160,11 @@ async def test_a_connection_dropped_while_the_embedding_is_out_fails_only_what_n
     store = FactStore(make_sessionmaker(engine), llm, engine=engine, settings=fact_settings())
     await fill(engine, llm, USER, 60, seed=9)
     dimension = int((await embed(llm, ["x"]))[0].size)
-    index = PostgresFactIndex(
-        engine, exact_components=ALWAYS_EXACT if way == "exact" else dimension
-    )
-    vector = await query_vector(index, llm, "tea and chess")
+    storage = PostgresFacts(engine, exact_components=ALWAYS_EXACT if way == "exact" else dimension)
+    vector = await query_vector(storage, llm, "tea and chess")
 
     def tea(query_vector: asyncio.Future[Vector]) -> Awaitable[list[Fact]]:
-        return search_on_postgres(
-            engine,
-            index,
-            (AGENT, USER),
-            "tea",
-            query_vector,
-            model=llm.embedding_model,
-            limit=5,
-            threshold=0.0,
-        )
+        return searching(storage, llm, "tea", query_vector)
 
     # The model's dimension is known: the next search plans before the vector comes.
     found = await tea(arrived(vector))
@@ -187,15 +180,10 @@ async def test_a_connection_dropped_while_the_embedding_is_out_fails_only_what_n
             )
         )
     on_its_way.set_result(vector)
-    if way == "exact":
-        # A small scope's facts were all read with the plan (liz.facts.index.pg_cache):
-        # nothing is left to ask the database once the embedding is there.
-        assert await search == found
-        # The connections the server dropped, which nothing has used since, go.
-        await engine.dispose()
-    else:
-        with pytest.raises(StorageError, match="database"):
-            await search
+    # The vector search still needs the database, on either way.
+    with pytest.raises(StorageError, match="database"):
+        await search
+    assert found
     assert await store.search("tea and chess", AGENT, USER)
 
 
@@ -232,19 +220,14 @@ async def test_a_cancelled_search_leaves_the_pool_usable_and_no_transaction_open
         store = FactStore(make_sessionmaker(engine), llm, engine=engine, settings=fact_settings())
         await fill(engine, llm, USER, 60, seed=10)
         dimension = int((await embed(llm, ["x"]))[0].size)
-        index = PostgresFactIndex(engine, exact_components=dimension)  # through the graph
-        vector = await query_vector(index, llm, "tea")
-        options: dict[str, Any] = {"model": llm.embedding_model, "limit": 5, "threshold": 0.0}
-        expected = await search_on_postgres(
-            engine, index, (AGENT, USER), "tea", arrived(vector), **options
-        )
+        storage = PostgresFacts(engine, exact_components=dimension)  # through the graph
+        vector = await query_vector(storage, llm, "tea")
+        expected = await searching(storage, llm, "tea", arrived(vector))
         for late in (False, True):
             on_its_way: asyncio.Future[Vector] = asyncio.get_running_loop().create_future()
             if late:
                 on_its_way.set_result(vector)  # cancelled during the reads, not the wait
-            search = asyncio.ensure_future(
-                search_on_postgres(engine, index, (AGENT, USER), "tea", on_its_way, **options)
-            )
+            search = asyncio.ensure_future(searching(storage, llm, "tea", on_its_way))
             for _ in range(turns):
                 await asyncio.sleep(0)
             search.cancel()
@@ -262,12 +245,7 @@ async def test_a_cancelled_search_leaves_the_pool_usable_and_no_transaction_open
                     )
                 )
                 assert open_transactions == 0
-            assert (
-                await search_on_postgres(
-                    engine, index, (AGENT, USER), "tea", arrived(vector), **options
-                )
-                == expected
-            )
+            assert await searching(storage, llm, "tea", arrived(vector)) == expected
         assert await store.search("tea", AGENT, USER)
     finally:
         await engine.dispose()
@@ -295,16 +273,15 @@ async def test_facts_equally_similar_to_six_decimals_come_in_the_same_order_both
             nudged = direction.astype(np.float32).copy()
             nudged[aside] += (number + 1) * 4e-5
             await connection.execute(nudge, {"e": nudged.tolist(), "id": fact_id})
-    # Compared in the database both ways (a scope held in the process is compared in
-    # float32 there, whose last bit can round a similarity the other way).
-    index = PostgresFactIndex(engine, held_values=0)
-    held = PostgresFactIndex(engine)
+    storage = PostgresFacts(engine)
     for query in ("quiet harbour", "quiet harbour 7"):
-        off, through = await both_ways(engine, index, llm, query, limit=limit, threshold=0.0)
+        off, through = await both_ways(engine, storage, llm, query, limit=limit, threshold=0.0)
         assert off == through
         assert len(off) == limit
-    # In the process, equal similarities come in their texts' hashes' order too.
-    _, in_process = await both_ways(engine, held, llm, "quiet harbour", limit=limit, threshold=0.0)
+    # Equal similarities come in their texts' hashes' order.
+    _, in_process = await both_ways(
+        engine, storage, llm, "quiet harbour", limit=limit, threshold=0.0
+    )
     assert len(in_process) == limit
     by_rank = sorted(in_process, key=lambda fact: (-(fact.score or 0.0), fact_hash(fact.text)))
     assert in_process == by_rank

@@ -10,9 +10,9 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from liz.errors import StorageError
-from liz.facts.commit import ONE_STATEMENT_FACTS
-from liz.facts.domain import Event, ItemStatus
-from liz.facts.snapshot import scope_lock_key
+from liz.facts.domain import Event, ExtraStatement, ExtraStatementMismatch, ItemStatus
+from liz.facts.postgres import PENDING_FACTS as ONE_STATEMENT_FACTS
+from liz.facts.postgres import scope_lock_key
 from liz.facts.store import FactStore
 from liz.testing.openai_server import ScriptedOpenAI
 from tests.fixtures.db import postgres_database_url
@@ -79,15 +79,14 @@ async def test_adds_updates_and_deletes_in_one_batch_each_leave_their_history(
     ]
 
 
-async def test_a_write_whose_callback_fails_keeps_neither_facts_nor_history(
+async def test_a_write_whose_extra_statement_fails_keeps_neither_facts_nor_history(
     store: FactStore, scripted: ScriptedOpenAI
 ) -> None:
-    async def refuse(session: object) -> None:
-        raise StorageError("the queue row could not be written")
-
+    # The statement finds no row where it expects one: the facts go with it.
+    missing = ExtraStatement(text('DELETE FROM "FactHistory" WHERE id = -1'), expected_rows=1)
     scripted.reply(extraction(fact("User keeps bees")))
-    with pytest.raises(StorageError, match="queue row"):
-        await store.add("I keep bees", AGENT, USER, on_commit=refuse)
+    with pytest.raises(ExtraStatementMismatch, match="not 1"):
+        await store.add("I keep bees", AGENT, USER, also=[missing])
     assert await store.list(AGENT, USER, include_retired=True) == []
 
 

@@ -11,9 +11,9 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from liz.db.engine import make_sessionmaker
-from liz.facts.domain import EmbeddingMismatchError
-from liz.facts.index.postgres import PostgresFactIndex, nearest
-from liz.facts.index.protocol import Candidate
+from liz.facts.domain import Candidate, EmbeddingMismatchError
+from liz.facts.postgres import PostgresFacts, nearest
+from liz.facts.storage import Nearest
 from liz.facts.store import FactStore
 from liz.facts.vectors import embed
 from liz.llm import LLMClient
@@ -48,11 +48,12 @@ async def fill(engine: AsyncEngine, llm: LLMClient, user: str, count: int, seed:
         for fact_text in texts(count, seed)
     ]
     await store.apply(batch, AGENT, user)
+    await store.close()  # its indexing step, if any, ends here
 
 
 async def candidates(
     engine: AsyncEngine,
-    index: PostgresFactIndex,
+    index: PostgresFacts,
     llm: LLMClient,
     query: str,
     *,
@@ -64,9 +65,8 @@ async def candidates(
     async with make_sessionmaker(engine)() as session, session.begin():
         if settings:
             await session.execute(text(settings))
-        return await index.vector_candidates(
-            session, (AGENT, user), vector, model=llm.embedding_model, limit=10, threshold=0.0
-        )
+        wanted = Nearest((AGENT, user), vector, llm.embedding_model, 10, 0.0)
+        return await index.vector_candidates(session, wanted)
 
 
 QUERIES = ["tea and chess", "a nurse in lisbon", "jazz piano", "sushi ramen", "rust python"]
@@ -77,8 +77,8 @@ async def test_a_scope_past_the_exact_size_finds_what_comparing_every_fact_finds
 ) -> None:
     await fill(engine, llm, USER, 400, seed=1)
     dimension = len((await embed(llm, ["x"]))[0])
-    through_graph = PostgresFactIndex(engine, exact_components=dimension * 50)
-    exact = PostgresFactIndex(engine, exact_components=ALWAYS_EXACT)
+    through_graph = PostgresFacts(engine, exact_components=dimension * 50)
+    exact = PostgresFacts(engine, exact_components=ALWAYS_EXACT)
     for query in QUERIES:
         found = await candidates(engine, through_graph, llm, query)
         assert found == await candidates(engine, exact, llm, query)
@@ -104,8 +104,8 @@ async def assert_a_walk_that_gives_up_finds_what_comparing_all_finds(
     async with engine.connect() as connection:
         await connection.execute(text('ANALYZE "Fact"'))
     dimension = len((await embed(llm, ["x"]))[0])
-    through_graph = PostgresFactIndex(engine, exact_components=dimension * 5)
-    exact = PostgresFactIndex(engine, exact_components=ALWAYS_EXACT)
+    through_graph = PostgresFacts(engine, exact_components=dimension * 5)
+    exact = PostgresFacts(engine, exact_components=ALWAYS_EXACT)
     for query in QUERIES:
         found = await candidates(
             engine, through_graph, llm, query, settings="SET LOCAL hnsw.max_scan_tuples = 1"

@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from liz.db.engine import create_engine, make_sessionmaker
 from liz.errors import InputError, NotFound
 from liz.facts.domain import EmbeddingMismatchError, ItemStatus
+from liz.facts.storage import Nearest
 from liz.facts.store import FactStore
 from liz.llm import LLMClient
 from liz.testing.clock import ManualClock
@@ -249,14 +250,8 @@ async def test_a_search_on_a_snapshot_older_than_a_write_does_not_hide_that_writ
     async with store.reads() as older, older.begin():
         await older.execute(text('SELECT count(*) FROM "Fact"'))  # its snapshot begins
         await store.apply([{"op": "add", "text": "User likes green tea"}], AGENT, USER)
-        await store.index.vector_candidates(
-            older,
-            (AGENT, USER),
-            query / np.linalg.norm(query),
-            model=llm.embedding_model,
-            limit=10,
-            threshold=0.0,
-        )
+        wanted = Nearest((AGENT, USER), query / np.linalg.norm(query), llm.embedding_model, 10, 0.0)
+        await store.storage.vector_candidates(older, wanted)
     # No word in common: only the vectors can find them (any similarity counts).
     found = await store.search("coffee", AGENT, USER, threshold=-1.0)
     assert sorted(f.text for f in found) == ["User likes green tea", "User likes tea"]

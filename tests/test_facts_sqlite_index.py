@@ -1,5 +1,5 @@
 """SQLite's vector search in a scope large enough for the sign-bit first pass
-(liz.facts.index.sqlite_cache): it finds what an exact scan finds, before and after
+(liz.facts.sqlite.cache): it finds what an exact scan finds, before and after
 writes patch the scope's cached vectors."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from liz.db.engine import create_engine, make_sessionmaker
+from liz.facts.storage import Nearest
 from liz.facts.store import FactStore
 from liz.testing.openai_server import ScriptedOpenAI, scripted_embedding
 from tests.fixtures.facts import AGENT, USER, fact_settings
@@ -62,14 +63,9 @@ def exact_similarities(texts: list[str], query: str) -> dict[str, float]:
 async def best_by_vector(store: FactStore, query: str, limit: int) -> list[tuple[str, float]]:
     (vector,) = await store.llm.embed_float32([query])
     async with store.reads() as session:
-        found = await store.index.vector_candidates(
-            session,
-            (AGENT, USER),
-            vector / np.linalg.norm(vector),
-            model=store.llm.embedding_model,
-            limit=limit,
-            threshold=-1.0,
-        )
+        unit = vector / np.linalg.norm(vector)
+        wanted = Nearest((AGENT, USER), unit, store.llm.embedding_model, limit, -1.0)
+        found = await store.storage.vector_candidates(session, wanted)
         texts = {fact.id: fact.text for fact in await store.list(AGENT, USER, limit=FACTS + 10)}
     return [(texts[fact_id], similarity) for fact_id, similarity, _ in found]
 

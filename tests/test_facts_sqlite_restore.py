@@ -1,6 +1,6 @@
 """SQLite searches under a running store: a database file restored from a copy is
 searched as it is, never as the store remembered the old one (its cached vectors,
-liz.facts.index.sqlite_cache); a search cut short leaves nothing open."""
+liz.facts.sqlite.cache); a search cut short leaves nothing open."""
 
 from __future__ import annotations
 

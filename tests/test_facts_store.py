@@ -7,10 +7,11 @@ import logging
 from collections.abc import Awaitable, Callable
 
 import pytest
+from sqlalchemy import text
 
 from liz.db.engine import create_engine, make_sessionmaker
 from liz.errors import InputError, StorageError
-from liz.facts.domain import Event
+from liz.facts.domain import Event, ExtraStatement, ExtraStatementMismatch
 from liz.facts.store import FactStore
 from liz.llm import LLMClient, LLMOutputError
 from liz.testing.clock import ManualClock
@@ -293,3 +294,32 @@ async def test_a_list_page_out_of_range_is_refused(
         with pytest.raises(InputError, match="limit must be at least 1"):
             await store.list(AGENT, USER, limit=limit, offset=offset)
     assert texts(await store.list(AGENT, USER)) == ["User likes tea"]
+
+
+async def test_extra_statements_run_after_the_facts_in_their_transaction(
+    store: FactStore, scripted: ScriptedOpenAI
+) -> None:
+    # It finds the fact the same transaction just wrote: it runs after the write.
+    mark = ExtraStatement(
+        text("UPDATE \"Fact\" SET subject = 'marked' WHERE text = 'User keeps bees'"),
+        expected_rows=1,
+    )
+    scripted.reply(extraction(fact("User keeps bees")))
+    await store.add("I keep bees", AGENT, USER, also=[mark])
+    assert [(f.text, f.subject) for f in await store.list(AGENT, USER)] == [
+        ("User keeps bees", "marked")
+    ]
+
+
+async def test_extra_statements_run_when_there_is_nothing_to_write(
+    store: FactStore, scripted: ScriptedOpenAI
+) -> None:
+    missing = ExtraStatement(text('DELETE FROM "FactHistory" WHERE id = -1'), expected_rows=1)
+    scripted.reply(extraction())
+    with pytest.raises(ExtraStatementMismatch):
+        await store.add("hello", AGENT, USER, also=[missing])
+    (tea,) = await seed(store, scripted, fact("User likes tea"))
+    scripted.reply(extraction(fact("User likes tea")))  # known already: nothing to write
+    with pytest.raises(ExtraStatementMismatch):
+        await store.add("I like tea", AGENT, USER, also=[missing])
+    assert [f.id for f in await store.list(AGENT, USER)] == [tea]

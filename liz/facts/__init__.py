@@ -1,15 +1,9 @@
 """Long-term facts about each user (mem0-style), apart from Liz's conversation log.
 
-``store.FactStore`` is the entry point; each module below does one job for it and
-takes the values it needs (no module calls back into the store):
-
-- ``domain``: the vocabulary (Scope, Fact, Event, Change, WriteContext, errors)
-- ``extraction`` / ``reconcile``: the two LLM calls; ``llm_answers``: what they must answer
-- ``learning``: an add (dedupe, find similar, reconcile); ``batch``: explicit operations
-- ``commit``: one transaction per write plan, with history rows
-- ``queries``: reads; ``search``: hybrid search; ``reindex``: re-embedding
-- ``index``: the vector and keyword index, one backend per database behind one protocol
-- ``tables``: the SQLAlchemy tables; ``settings``: ``LIZ_FACTS_*``
-- ``http`` and ``cli``: the routes under ``/agents/{agentId}/users/{userId}/facts`` and
-  ``liz facts``
+``store.FactStore`` is the entry point. ``extraction`` and ``reconcile`` are the two
+LLM calls; ``learning`` and ``batch`` plan writes; ``storage`` is the one contract
+with the database, kept by ``sqlite`` and ``postgres`` (all their SQL lives there,
+beside the portable reads of ``queries`` and the write rows of ``writes``);
+``search`` fuses vector and keyword rankings. docs/architecture.md walks one fact
+through them.
 """

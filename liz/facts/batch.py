@@ -13,9 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import ValidationError
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from liz.facts.commit import commit
 from liz.facts.domain import (
     MAX_FACT_CHARS,
     Change,
@@ -23,12 +21,13 @@ from liz.facts.domain import (
     FactOperation,
     ItemResult,
     ItemStatus,
+    Snapshot,
     WriteContext,
 )
-from liz.facts.index.protocol import FactIndex
 from liz.facts.normalize import fact_hash
-from liz.facts.snapshot import Snapshot
+from liz.facts.storage import FactStorage
 from liz.facts.vectors import embed
+from liz.facts.writes import Write
 from liz.llm import LLMClient
 
 DEFAULT_CATEGORIES = ("manual", "user")
@@ -68,8 +67,7 @@ async def apply_batch(
     batch: Sequence[FactOperation | Mapping[str, Any]],
     context: WriteContext,
     *,
-    sessions: async_sessionmaker[AsyncSession],
-    index: FactIndex,
+    storage: FactStorage,
     llm: LLMClient,
 ) -> list[ItemResult]:
     """Check each item and write the accepted ones in one transaction; results in order.
@@ -89,15 +87,9 @@ async def apply_batch(
         positions.extend(position for position, _ in planned)
         return [change for _, change in planned]
 
-    changes, events = await commit(
-        sessions,
-        index,
-        context,
-        plan,
-        vectors,
-        ids=[op.id for _, op in accepted if op.id],
-        hashes=[fact_hash(text) for text in texts],
-    )
+    ids = [op.id for _, op in accepted if op.id]
+    hashes = [fact_hash(text) for text in texts]
+    changes, events = await storage.write(Write(context, plan, vectors, ids, hashes))
     for position, change, event in zip(positions, changes, events, strict=True):
         name = change.event.value.lower()
         if event.event is Event.NOOP:

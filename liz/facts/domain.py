@@ -8,22 +8,22 @@ A *scope* is one (agent, user) pair; every fact belongs to one. An add extracts
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, StringConstraints
+from sqlalchemy import Executable
 
 from liz.errors import LizError
 from liz.facts.vectors import Vector
 
-if TYPE_CHECKING:
-    from sqlalchemy.ext.asyncio import AsyncSession
-
 Scope = tuple[str, str]  # (agent id, user id)
-OnCommit = Callable[["AsyncSession"], Awaitable[None]]
+# (fact id, similarity, text hash): the hash breaks ties the same way on every database.
+Candidate = tuple[str, float, str]
+ModelPair = tuple[str, int]  # (embedding model, dimension)
 MAX_FACT_CHARS = 1000  # a fact is a sentence or two; longer text is not one fact
 
 
@@ -168,8 +168,64 @@ class WriteContext:
     model: str
     dialect: str
     source_memory_id: str | None = None
-    # Runs inside the transaction that writes the facts; raising rolls them back.
-    on_commit: OnCommit | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class ExtraStatement:
+    """A statement run in the facts' own transaction, after their write (the learning
+    queue deletes its jobs so). ``expected_rows``: the rowcount it must have, or the
+    whole transaction rolls back with :class:`ExtraStatementMismatch`."""
+
+    statement: Executable
+    expected_rows: int | None = None
+
+
+class ExtraStatementMismatch(Exception):
+    """An :class:`ExtraStatement` touched another number of rows than expected; the
+    transaction was rolled back."""
+
+
+@dataclass(frozen=True)
+class Stored:
+    """What a write needs to know of a stored fact."""
+
+    id: str
+    text: str
+    hash: str
+    subject: str
+    retired: bool
+    updated_at: datetime | None
+
+
+@dataclass
+class Snapshot:
+    """The scope's facts a write touches, as read under the write lock."""
+
+    targets: dict[str, Stored]  # by id, active or retired
+    by_hash: dict[str, Stored]  # active facts by the hash of their text
+
+
+@dataclass(frozen=True)
+class IndexedFact:
+    """A fact a write added or re-embedded, as a storage's search structures need it."""
+
+    id: str
+    agent_id: str
+    user_id: str
+    text: str
+    hash: str
+    vector: Vector = field(repr=False)
+    model: str
+    dimension: int
+
+
+@dataclass
+class ChangeLog:
+    """What one committed write changed, so a storage can update its cache in place."""
+
+    added: list[IndexedFact] = field(default_factory=list)  # new, or new text of a fact
+    removed: list[str] = field(default_factory=list)  # retired
+    history_ids: list[int] = field(default_factory=list)
 
 
 class FactOperation(BaseModel):

@@ -11,16 +11,15 @@ from collections.abc import Sequence
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from liz.facts.commit import commit_changes
-from liz.facts.domain import Event, Fact, FactEvent, NewFact, Scope, WriteContext
+from liz.facts.domain import Change, Event, ExtraStatement, FactEvent, NewFact, WriteContext
 from liz.facts.extraction import SourcedFact
-from liz.facts.index.protocol import FactIndex
 from liz.facts.normalize import fact_hash
-from liz.facts.queries import active_by_hash, records_by_id, to_fact
-from liz.facts.reconcile import add_all, ask_for_plan, resolve_plan
+from liz.facts.queries import active_by_hash
+from liz.facts.reconcile import ShortIds, add_all, ask_for_plan, resolve_plan
 from liz.facts.settings import FactSettings
-from liz.facts.shortids import ShortIds
-from liz.facts.vectors import embed
+from liz.facts.storage import FactStorage, Nearest
+from liz.facts.vectors import Vector, embed
+from liz.facts.writes import Write, still_valid, touched
 from liz.llm import LLMClient
 from liz.templates import PromptTemplates
 
@@ -31,19 +30,19 @@ async def learn_facts(
     extracted: Sequence[SourcedFact],
     context: WriteContext,
     *,
-    sessions: async_sessionmaker[AsyncSession],
+    storage: FactStorage,
     reads: async_sessionmaker[AsyncSession],
-    index: FactIndex,
     llm: LLMClient,
     templates: PromptTemplates,
     settings: FactSettings,
+    also: Sequence[ExtraStatement] = (),
 ) -> list[FactEvent]:
     """Deduplicate, reconcile with the LLM and write one add's facts in one transaction,
     whether they came from one message or several (each fact added keeps its own
     ``source_memory_id``; a fact said twice is credited to the first message saying it).
 
     What it reads to plan goes through ``reads`` (beside the writer); the commit
-    checks the plan again under the write lock.
+    checks the plan again under the write lock and runs ``also`` after it.
     """
     scope = context.scope
     unique: dict[str, SourcedFact] = {}
@@ -57,8 +56,8 @@ async def learn_facts(
         for record in known.values()
     ]
     fresh = [(digest, fact) for digest, fact in unique.items() if digest not in known]
-    if not fresh:
-        return events
+    if not fresh:  # nothing to write: ``also`` in a transaction of its own
+        return events + (await _commit(storage, [], {}, context, also) if also else [])
     vectors = await embed(llm, [found.fact.text for _, found in fresh])
     new_facts = [
         NewFact(
@@ -71,10 +70,20 @@ async def learn_facts(
         )
         for (digest, found), vector in zip(fresh, vectors, strict=True)
     ]
-    # Before the session: a PostgreSQL index build takes a connection of its own.
-    await index.prepare_dimension(int(new_facts[0].vector.size))
-    async with reads() as session:
-        similar = await _similar(session, index, scope, new_facts, llm.embedding_model, settings)
+    # Before any session: a PostgreSQL index build takes a connection of its own.
+    await storage.prepare_dimension(int(new_facts[0].vector.size))
+    similar = await storage.similar(
+        [
+            Nearest(
+                scope,
+                fact.vector,
+                llm.embedding_model,
+                settings.reconcile_candidates,
+                settings.reconcile_threshold,
+            )
+            for fact in new_facts
+        ]
+    )
     if not similar:
         changes = add_all(new_facts, "nothing similar was stored")
     else:
@@ -87,31 +96,23 @@ async def learn_facts(
     )
     if missing:
         text_vectors.update(zip(missing, await embed(llm, missing), strict=True))
-    events += await commit_changes(sessions, index, changes, text_vectors, context)
+    events += await _commit(storage, changes, text_vectors, context, also)
     for change in changes:
         logger.debug("fact %s %s: %s", change.event.value, change.fact_id or "(new)", change.text)
     return events
 
 
-async def _similar(
-    session: AsyncSession,
-    index: FactIndex,
-    scope: Scope,
-    new_facts: Sequence[NewFact],
-    model: str,
-    settings: FactSettings,
-) -> list[Fact]:
-    """Active facts of the scope at least ``reconcile_threshold`` similar to a new fact."""
-    ids: list[str] = []
-    for fact in new_facts:
-        found = await index.vector_candidates(
-            session,
-            scope,
-            fact.vector,
-            model=model,
-            limit=settings.reconcile_candidates,
-            threshold=settings.reconcile_threshold,
-        )
-        ids.extend(fact_id for fact_id, _, _ in found if fact_id not in ids)
-    records = await records_by_id(session, scope, ids)
-    return [to_fact(records[fact_id]) for fact_id in ids if fact_id in records]
+async def _commit(
+    storage: FactStorage,
+    changes: Sequence[Change],
+    vectors: dict[str, Vector],
+    context: WriteContext,
+    also: Sequence[ExtraStatement],
+) -> list[FactEvent]:
+    """Write a plan made before the transaction (:class:`PlanConflict` when a fact it
+    changes changed meanwhile), then ``also``; what was done, in order."""
+    ids, hashes = touched(changes)
+    _, events = await storage.write(
+        Write(context, still_valid(changes), vectors, ids, hashes, also)
+    )
+    return events

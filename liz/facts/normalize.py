@@ -10,11 +10,9 @@ import unicodedata
 _SPACES = re.compile(r"\s+")
 _WORDS = re.compile(r"[^\W_]+", re.UNICODE)
 
-# Words that match nearly every fact; left out of keyword queries so that a
-# question such as "what is my name" does not match every fact containing "is". The
-# last line is what English contractions leave as words: the "s" of "User's" is in
-# nearly every fact, and on PostgreSQL finding a word's matches reads all of them
-# before the limit cuts them (30 ms for "my daughter's birthday" among 100k facts).
+# Words that match nearly every fact, left out of keyword queries ("what is my name"
+# should not match every fact holding "is"). The last line is what contractions leave
+# as words: the "s" of "User's" is in nearly every fact.
 _STOP_WORDS_TEXT = """
 a about above after again against all am an and any are as at be because been before being
 below between both but by can could did do does doing down during each few for from further

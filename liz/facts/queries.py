@@ -1,122 +1,63 @@
-"""Reading facts and their history; every query is bound to one (agent, user) scope."""
+"""Reading facts and their history with SQLAlchemy Core; every read is bound to one scope.
+
+These statements run unchanged on SQLite and PostgreSQL; what only one database
+understands lives in liz.facts.sqlite or liz.facts.postgres.
+"""
 
 from __future__ import annotations
 
 import json
-import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import ColumnElement, Dialect, bindparam, select
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
+from sqlalchemy import Table, bindparam, select
+from sqlalchemy.ext.asyncio import AsyncSession
 
-from liz.db.types import UTCDateTime
-from liz.facts.domain import Event, Fact, HistoryEntry, Scope
-from liz.facts.sqlite_thread import run_on_thread, supports
+from liz.facts.domain import Event, Fact, HistoryEntry, ModelPair, Scope
 from liz.facts.tables import FactHistoryRecord, FactRecord
 
-
-def to_fact(record: FactRecord, *, score: float | None = None) -> Fact:
-    return Fact(
-        id=record.id,
-        agent_id=record.agent_id,
-        user_id=record.user_id,
-        text=record.text,
-        subject=record.subject,
-        categories=tuple(json.loads(record.categories or "[]")),
-        created_at=record.created_at,
-        updated_at=record.updated_at,
-        valid_from=record.valid_from,
-        invalid_from=record.invalid_from,
-        retired_at=record.retired_at,
-        source_memory_id=record.source_memory_id,
-        score=score,
-    )
-
-
-def _in_scope(scope: Scope) -> list[ColumnElement[bool]]:
-    return [FactRecord.agent_id == scope[0], FactRecord.user_id == scope[1]]
-
-
-async def records_by_id(
-    session: AsyncSession, scope: Scope, ids: Sequence[str], *, for_update: bool = False
-) -> dict[str, FactRecord]:
-    """The scope's facts with these ids (active or not); ids of other scopes are absent."""
-    if not ids:
-        return {}
-    # Looked up by primary key only, the scope checked on the rows: with the scope in the
-    # WHERE clause SQLite's planner walks the whole scope index instead (8 ms at 10k facts).
-    statement = select(FactRecord).where(FactRecord.id.in_(list(ids)))
-    if for_update:
-        statement = statement.with_for_update()
-    result = await session.scalars(statement)
-    return {
-        record.id: record
-        for record in result
-        if (record.agent_id, record.user_id) == (scope[0], scope[1])
-    }
-
-
-# The columns of a Fact, in the order fact_from_row reads them (FACT_COLUMN_NAMES in SQL).
-_FACT_COLUMNS = (
-    FactRecord.id,
-    FactRecord.agent_id,
-    FactRecord.user_id,
-    FactRecord.text,
-    FactRecord.subject,
-    FactRecord.categories,
-    FactRecord.created_at,
-    FactRecord.updated_at,
-    FactRecord.valid_from,
-    FactRecord.invalid_from,
-    FactRecord.retired_at,
-    FactRecord.source_memory_id,
+FACTS = cast(Table, FactRecord.__table__)
+HISTORIES = cast(Table, FactHistoryRecord.__table__)
+FACT = FACTS.c
+HISTORY = HISTORIES.c
+# The columns of a Fact, in the order fact_from_row reads them.
+FACT_COLUMNS = (
+    FACT.id,
+    FACT.agentId,
+    FACT.userId,
+    FACT.text,
+    FACT.subject,
+    FACT.categories,
+    FACT.createdAt,
+    FACT.updatedAt,
+    FACT.validFrom,
+    FACT.invalidFrom,
+    FACT.retiredAt,
+    FACT.sourceMemoryId,
 )
-_FACTS_BY_ID = select(*_FACT_COLUMNS).where(FactRecord.id.in_(bindparam("ids", expanding=True)))
-FACT_COLUMN_NAMES = ", ".join('"' + column.name + '"' for column in _FACT_COLUMNS)
-_SQLITE_FACTS_BY_ID = (
-    f'SELECT {FACT_COLUMN_NAMES} FROM "Fact" WHERE id IN (SELECT value FROM json_each(?))'
+# By primary key only, the scope checked on the rows: with the scope in the WHERE
+# clause SQLite's planner walks the whole scope index instead.
+_BY_ID = select(*FACT_COLUMNS).where(FACT.id.in_(bindparam("ids", expanding=True)))
+_IN_SCOPE = (FACT.agentId == bindparam("agent"), FACT.userId == bindparam("user"))
+_BY_HASH = (
+    select(*FACT_COLUMNS, FACT.hash)
+    .where(*_IN_SCOPE, FACT.hash.in_(bindparam("hashes", expanding=True)))
+    .where(FACT.retiredAt.is_(None))
+    .order_by(FACT.createdAt, FACT.id)
 )
-_TIMES = UTCDateTime()
-_TIME_FIELDS = (6, 7, 8, 9, 10)
-
-
-async def facts_by_id(session: AsyncSession, scope: Scope, ids: Sequence[str]) -> dict[str, Fact]:
-    """:func:`records_by_id` as facts, without the ORM's work per row; on SQLite in one
-    call on the connection's thread (liz.facts.sqlite_thread)."""
-    if not ids:
-        return {}
-    engine = session.bind
-    if isinstance(engine, AsyncEngine) and supports(engine):
-        connection = await session.connection()
-        found = await run_on_thread(connection, lambda db: read_facts_on_sqlite(db, ids))
-        return facts_from_sqlite_rows(found, engine.dialect, scope)
-    rows = await session.execute(_FACTS_BY_ID, {"ids": list(ids)})
-    return {row[0]: fact_from_row(row) for row in rows if (row[1], row[2]) == scope}
-
-
-def read_facts_on_sqlite(db: sqlite3.Connection, ids: Sequence[str]) -> list[Any]:
-    """The rows :func:`facts_from_sqlite_rows` takes, on a bare ``sqlite3`` connection."""
-    return db.execute(_SQLITE_FACTS_BY_ID, (json.dumps(list(ids)),)).fetchall()
-
-
-def facts_from_sqlite_rows(
-    rows: Iterable[Sequence[Any]], dialect: Dialect, scope: Scope
-) -> dict[str, Fact]:
-    """The facts of ``scope`` among rows read by :func:`read_facts_on_sqlite`, by id."""
-    converted: list[list[Any]] = [
-        [
-            _TIMES.process_result_value(value, dialect) if number in _TIME_FIELDS else value
-            for number, value in enumerate(row)
-        ]
-        for row in rows
-    ]
-    return {row[0]: fact_from_row(row) for row in converted if (row[1], row[2]) == scope}
+# Over all the scope's facts, retired ones too (reindex re-embeds those as well), so
+# the index on (agentId, userId, embeddingModel, embeddingDim) answers each directly.
+_MODEL = (FACT.embeddingModel, FACT.embeddingDim)
+_LOWEST = select(*_MODEL).where(*_IN_SCOPE).order_by(*_MODEL).limit(1)
+_HIGHEST = select(*_MODEL).where(*_IN_SCOPE).order_by(*(c.desc() for c in _MODEL)).limit(1)
+_BOUNDS = select(_LOWEST.subquery()).union_all(select(_HIGHEST.subquery()))
+_DISTINCT_MODELS = select(*_MODEL).where(*_IN_SCOPE).distinct()
 
 
 def fact_from_row(row: Sequence[Any]) -> Fact:
+    """A fact from the values of :data:`FACT_COLUMNS`, in that order."""
     return Fact(
         id=row[0],
         agent_id=row[1],
@@ -133,25 +74,41 @@ def fact_from_row(row: Sequence[Any]) -> Fact:
     )
 
 
+def scope_values(scope: Scope) -> dict[str, Any]:
+    return {"agent": scope[0], "user": scope[1]}
+
+
+async def facts_by_id(session: AsyncSession, scope: Scope, ids: Sequence[str]) -> dict[str, Fact]:
+    """The scope's facts with these ids (active or not); ids of other scopes are absent."""
+    if not ids:
+        return {}
+    rows = await session.execute(_BY_ID, {"ids": list(ids)})
+    return {row[0]: fact_from_row(row) for row in rows if (row[1], row[2]) == scope}
+
+
 async def active_by_hash(
     session: AsyncSession, scope: Scope, hashes: Sequence[str]
-) -> dict[str, FactRecord]:
+) -> dict[str, Fact]:
     """Active facts of the scope whose normalised text has one of these hashes, by hash."""
     if not hashes:
         return {}
-    result = await session.scalars(
-        select(FactRecord)
-        .where(
-            FactRecord.hash.in_(list(hashes)),
-            FactRecord.retired_at.is_(None),
-            *_in_scope(scope),
-        )
-        .order_by(FactRecord.created_at, FactRecord.id)
-    )
-    found: dict[str, FactRecord] = {}
-    for record in result:
-        found.setdefault(record.hash, record)
+    found: dict[str, Fact] = {}
+    for row in await session.execute(_BY_HASH, {**scope_values(scope), "hashes": list(hashes)}):
+        found.setdefault(row[-1], fact_from_row(row))
     return found
+
+
+async def model_bounds(session: AsyncSession, scope: Scope) -> tuple[ModelPair, ...]:
+    """The smallest and largest (model, dimension) among the scope's facts: equal bounds
+    mean every fact shares one model; a re-embedding elsewhere changes them."""
+    result = await session.execute(_BOUNDS, scope_values(scope))
+    return tuple((row[0], int(row[1])) for row in result)
+
+
+async def stored_models(session: AsyncSession, scope: Scope) -> list[ModelPair]:
+    """Every (model, dimension) pair of the scope, for the error when they disagree."""
+    result = await session.execute(_DISTINCT_MODELS, scope_values(scope))
+    return [(row[0], int(row[1])) for row in result]
 
 
 async def list_facts(
@@ -163,77 +120,53 @@ async def list_facts(
     offset: int = 0,
 ) -> list[Fact]:
     """The scope's facts, newest first."""
-    statement = select(FactRecord).where(*_in_scope(scope))
+    statement = select(*FACT_COLUMNS).where(FACT.agentId == scope[0], FACT.userId == scope[1])
     if not include_retired:
-        statement = statement.where(FactRecord.retired_at.is_(None))
-    statement = statement.order_by(FactRecord.created_at.desc(), FactRecord.id)
-    result = await session.scalars(statement.limit(limit).offset(offset))
-    return [to_fact(record) for record in result]
+        statement = statement.where(FACT.retiredAt.is_(None))
+    statement = statement.order_by(FACT.createdAt.desc(), FACT.id).limit(limit).offset(offset)
+    return [fact_from_row(row) for row in await session.execute(statement)]
 
 
 async def fact_history(session: AsyncSession, scope: Scope, fact_id: str) -> list[HistoryEntry]:
     """Every change to one fact of the scope, oldest first; empty for an unknown fact."""
-    result = await session.scalars(
-        select(FactHistoryRecord)
-        .where(
-            FactHistoryRecord.fact_id == fact_id,
-            FactHistoryRecord.agent_id == scope[0],
-            FactHistoryRecord.user_id == scope[1],
-        )
-        .order_by(FactHistoryRecord.id)
+    result = await session.execute(
+        select(HISTORY.factId, HISTORY.event, HISTORY.oldText, HISTORY.newText)
+        .add_columns(HISTORY.createdAt, HISTORY.actor, HISTORY.reason)
+        .where(HISTORY.factId == fact_id, HISTORY.agentId == scope[0])
+        .where(HISTORY.userId == scope[1])
+        .order_by(HISTORY.id)
     )
     return [
-        HistoryEntry(
-            fact_id=row.fact_id,
-            event=Event(row.event),
-            old_text=row.old_text,
-            new_text=row.new_text,
-            at=row.created_at,
-            actor=row.actor,
-            reason=row.reason,
-        )
+        HistoryEntry(row[0], Event(row[1]), row[2], row[3], row[4], row[5], row[6])
         for row in result
     ]
 
 
 async def facts_as_of(session: AsyncSession, scope: Scope, moment: datetime) -> list[Fact]:
     """What the system believed at ``moment``: facts learned by then and not yet retired,
-    each as it was then: its text and last change replayed from the history, and active
-    (a retirement after ``moment`` had not happened yet)."""
-    records = await session.scalars(
-        select(FactRecord)
-        .where(
-            *_in_scope(scope),
-            FactRecord.created_at <= moment,
-            (FactRecord.retired_at.is_(None)) | (FactRecord.retired_at > moment),
-        )
-        .order_by(FactRecord.created_at, FactRecord.id)
+    each with its text and last change as of then, and active."""
+    rows = await session.execute(
+        select(*FACT_COLUMNS)
+        .where(FACT.agentId == scope[0], FACT.userId == scope[1], FACT.createdAt <= moment)
+        .where(FACT.retiredAt.is_(None) | (FACT.retiredAt > moment))
+        .order_by(FACT.createdAt, FACT.id)
     )
-    facts = list(records)
+    facts = [fact_from_row(row) for row in rows]
     if not facts:
         return []
-    changes = await session.scalars(
-        select(FactHistoryRecord)
-        .where(
-            FactHistoryRecord.agent_id == scope[0],
-            FactHistoryRecord.user_id == scope[1],
-            FactHistoryRecord.fact_id.in_([record.id for record in facts]),
-            FactHistoryRecord.created_at <= moment,
-            FactHistoryRecord.new_text.is_not(None),
-        )
-        .order_by(FactHistoryRecord.id)
+    changes = await session.execute(
+        select(HISTORY.factId, HISTORY.newText, HISTORY.createdAt)
+        .where(HISTORY.agentId == scope[0], HISTORY.userId == scope[1])
+        .where(HISTORY.factId.in_([fact.id for fact in facts]), HISTORY.createdAt <= moment)
+        .where(HISTORY.newText.is_not(None))
+        .order_by(HISTORY.id)
     )
-    then = {change.fact_id: change for change in changes}  # the last change by then
-    return [_as_it_was(to_fact(record), then.get(record.id)) for record in facts]
-
-
-def _as_it_was(fact: Fact, change: FactHistoryRecord | None) -> Fact:
-    if change is None:  # no history row (written by hand): the stored text is all there is
-        return replace(fact, retired_at=None, invalid_from=None)
-    return replace(
-        fact,
-        text=change.new_text or fact.text,
-        updated_at=change.created_at,
-        retired_at=None,
-        invalid_from=None,
-    )
+    then = {row[0]: (row[1], row[2]) for row in changes}  # the last change by then
+    as_it_was = []
+    for fact in facts:
+        fact = replace(fact, retired_at=None, invalid_from=None)
+        if fact.id in then:  # no history row (written by hand): the stored text is all
+            text, at = then[fact.id]
+            fact = replace(fact, text=text or fact.text, updated_at=at)
+        as_it_was.append(fact)
+    return as_it_was

@@ -1,19 +1,9 @@
 """The query embeddings of concurrent searches, asked for in shared requests.
 
-Every search needs its query embedded, and an embeddings request costs liz about a
-millisecond of CPU in the openai SDK (building the request, reading the answer),
-however many texts it carries; with facts on, that was the largest single cost a
-chat turn added. Under load many turns want one at the same moment. Here the texts
-asked for in the same pass of the event loop go in one request, and while
-``requests_out`` requests are out, new texts wait and go together in the next one,
-as soon as one comes back. A search on its own is sent at once: a lone user waits
-no longer, and a busy server sends fewer, larger requests (fewer against a
-provider's rate limit, too).
-
-A request the endpoint refuses for what it carries (400, 413, 422: a text too long
-for the model, say) is sent again one text at a time, so one user's message never
-fails another's search; any other failure (the endpoint down, rate limiting) is
-every waiting search's.
+Texts asked for in the same pass of the event loop go in one request; while
+``requests_out`` requests are out, new texts wait and go together in the next. A
+lone search is sent at once. A request refused for what it carries (400, 413, 422)
+is sent again one text at a time, so one user's text never fails another's search.
 """
 
 from __future__ import annotations

@@ -10,12 +10,11 @@ the old fact *and* adds the new one; a new fact nobody decided about is added.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from liz.facts.domain import Change, Event, Fact, NewFact
 from liz.facts.llm_answers import FactDecision, ReconcilePlan
 from liz.facts.normalize import normalize_subject
-from liz.facts.shortids import ShortIds
 from liz.llm import LLMClient, Size
 from liz.templates import PromptTemplates
 
@@ -155,3 +154,26 @@ def _resolve_one(
         target, decision = known
         changes.append(Change(Event.NOOP, target.text, fact_id=target.id, reason=decision.reason))
     return changes
+
+
+class ShortIds:
+    """Numbers the facts shown to the LLM 1, 2, 3 ... and maps the numbers back.
+
+    >>> shown = ShortIds([fact_a, fact_b])
+    >>> shown.resolve(2) is fact_b
+    True
+    >>> shown.resolve(7) is None    # an id the LLM was never shown
+    True
+    """
+
+    def __init__(self, facts: Iterable[Fact]) -> None:
+        self._facts = list({fact.id: fact for fact in facts}.values())  # each fact once
+
+    def numbered(self) -> Sequence[tuple[int, Fact]]:
+        return list(enumerate(self._facts, start=1))
+
+    def resolve(self, number: int | None) -> Fact | None:
+        """The fact shown under ``number``, or None when no such number was shown."""
+        if number is None or not 1 <= number <= len(self._facts):
+            return None
+        return self._facts[number - 1]

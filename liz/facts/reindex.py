@@ -4,20 +4,24 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from sqlalchemy import ColumnElement, or_, select
+from sqlalchemy import ColumnElement, bindparam, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from liz.facts.index.protocol import FactIndex
-from liz.facts.tables import FactRecord
+from liz.facts.queries import FACT, FACTS
+from liz.facts.storage import FactStorage
 from liz.facts.vectors import embed, for_storage
 from liz.llm import LLMClient
 
 BATCH = 256
+_CHUNK = select(FACT.id, FACT.text, FACT.agentId, FACT.userId).where(
+    FACT.id.in_(bindparam("ids", expanding=True))
+)
+_REEMBED = update(FACTS).where(FACT.id == bindparam("target"))
 
 
 async def reindex_facts(
     sessions: async_sessionmaker[AsyncSession],
-    index: FactIndex,
+    storage: FactStorage,
     llm: LLMClient,
     dialect: str,
     agent_id: str | None,
@@ -39,44 +43,43 @@ async def reindex_facts(
     dimension = int(probe.size)
     conditions: list[ColumnElement[bool]] = []
     if agent_id is not None:
-        conditions.append(FactRecord.agent_id == agent_id)
+        conditions.append(FACT.agentId == agent_id)
     if user_id is not None:
-        conditions.append(FactRecord.user_id == user_id)
+        conditions.append(FACT.userId == user_id)
     if not everything:
-        conditions.append(
-            or_(FactRecord.embedding_model != model, FactRecord.embedding_dim != dimension)
-        )
+        conditions.append(or_(FACT.embeddingModel != model, FACT.embeddingDim != dimension))
     async with sessions() as session:
-        ids = list(
-            await session.scalars(select(FactRecord.id).where(*conditions).order_by(FactRecord.id))
-        )
+        ids = list(await session.scalars(select(FACT.id).where(*conditions).order_by(FACT.id)))
         total = len(ids)
-    await index.prepare_dimension(dimension)
+    await storage.prepare_dimension(dimension)
     done = 0
     if progress is not None:
         progress(done, total)
     for start in range(0, total, BATCH):
         chunk = ids[start : start + BATCH]
         async with sessions() as session:
-            rows = await session.execute(
-                select(FactRecord.id, FactRecord.text).where(FactRecord.id.in_(chunk))
-            )
+            rows = await session.execute(_CHUNK, {"ids": chunk})
             texts: dict[str, str] = {row[0]: row[1] for row in rows}
         # Embedded outside the write transaction: no lock is held while the model works.
         vectors = dict(zip(texts, await embed(llm, list(texts.values())), strict=True))
         async with sessions() as session, session.begin():
-            records = list(
-                await session.scalars(
-                    select(FactRecord).where(FactRecord.id.in_(chunk)).with_for_update()
+            locked = (await session.execute(_CHUNK.with_for_update(), {"ids": chunk})).all()
+            # A fact changed meanwhile was embedded by that change.
+            same = [row for row in locked if row[1] == texts.get(row[0])]
+            if same:
+                await session.execute(
+                    _REEMBED,
+                    [
+                        {
+                            "target": row[0],
+                            "embedding": for_storage(vectors[row[0]], dialect),
+                            "embeddingModel": model,
+                            "embeddingDim": dimension,
+                        }
+                        for row in same
+                    ],
                 )
-            )
-            for record in records:
-                if record.text != texts.get(record.id):
-                    continue  # changed meanwhile: that change embedded it already
-                record.embedding = for_storage(vectors[record.id], dialect)
-                record.embedding_model = model
-                record.embedding_dim = dimension
-        index.invalidate({(r.agent_id, r.user_id) for r in records})
+        storage.forget({(row[2], row[3]) for row in locked})
         done += len(chunk)
         if progress is not None:
             progress(done, total)

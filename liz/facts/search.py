@@ -1,74 +1,72 @@
 """Hybrid search: vector similarity and keyword match, fused by reciprocal rank.
 
 An exact name or number ("Zanzibar", "4711") can sit far from the query in
-embedding space; the keyword list still ranks it, so the fusion finds it.
-
-Only rare words make keyword hits: a word in more than ``COMMON_WORD_FACTS`` of
-the user's facts (every fact starts "User"; "User's" holds "s") singles none of
-them out, so it is skipped, as its low inverse document frequency says; its
-meaning still reaches the vector search. Each word costs at most that many rows,
-so keyword search costs the same in a scope of a hundred facts or a million.
+embedding space; the keyword list still ranks it. A word in more than
+``COMMON_WORD_FACTS`` of the user's facts singles none out and is skipped, so
+keyword search costs the same in a scope of a hundred facts or a million.
+Ties break by similarity, then text hash, so every database ranks alike.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
-from liz.facts.domain import Fact, Scope
-from liz.facts.index.protocol import Candidate, FactIndex
-from liz.facts.normalize import fact_hash, keyword_terms
-from liz.facts.queries import facts_by_id
-from liz.facts.vectors import Vector
+from liz.facts.domain import Candidate, EmbeddingMismatchError, Fact, ModelPair, Scope
+from liz.facts.normalize import fact_hash
 
 # Each list offers this many times `limit` candidates to the fusion.
 CANDIDATE_FACTOR = 4
 MIN_CANDIDATES = 20
-# The usual constant: it damps the weight of the very first ranks.
-RRF_K = 60
+RRF_K = 60  # the usual constant: it damps the weight of the very first ranks
 # A query word in more of the scope's facts than this (or than the candidates asked
 # for, if more) is too common to make keyword hits.
 COMMON_WORD_FACTS = 100
+# Rows fetched past the limit, to see whether the limit cuts through a group of ties.
+TIE_MARGIN = 8
 
 
-async def hybrid_search(
-    session: AsyncSession,
-    index: FactIndex,
-    scope: Scope,
-    query_text: str,
-    query_vector: Awaitable[Vector],
-    *,
-    model: str,
-    limit: int,
-    threshold: float,
-) -> list[Fact]:
-    """The scope's best active facts for a query, best first, each with its similarity.
+def candidates_for(limit: int) -> int:
+    """How many candidates each ranking offers the fusion for ``limit`` results."""
+    return max(limit * CANDIDATE_FACTOR, MIN_CANDIDATES)
 
-    Vector hits count only at or above ``threshold``; keyword hits count whatever
-    their similarity (that is their point). The keywords are looked up while
-    ``query_vector`` (the query's embedding, usually a round trip away) is awaited.
+
+def models_agree(bounds: Iterable[ModelPair], model: str, dimension: int) -> bool:
+    """Whether every stored fact (as its scope's model bounds say) was embedded so."""
+    return all(pair == (model, dimension) for pair in bounds)
+
+
+def models_mismatch(
+    scope: Scope, stored: Iterable[ModelPair], model: str, dimension: int
+) -> EmbeddingMismatchError:
+    """The error for a query embedded otherwise than the scope's ``stored`` pairs."""
+    others = sorted(pair for pair in stored if pair != (model, dimension))
+    found = ", ".join(f"{name} (dimension {dim})" for name, dim in others)
+    agent_id, user_id = scope
+    return EmbeddingMismatchError(
+        f"facts of agent {agent_id!r} and user {user_id!r} were embedded with {found}, but "
+        f"this query uses {model} (dimension {dimension}); vectors from different models "
+        f"cannot be compared: run `liz facts reindex --agent {agent_id} --user {user_id}` "
+        "to re-embed them with the current LIZ_EMBEDDING_MODEL"
+    )
+
+
+def deterministic_top(found: Iterable[Candidate], limit: int, exhausted: bool) -> list[Candidate]:
+    """The best ``limit`` of the ``limit + TIE_MARGIN`` most similar facts, the same on
+    every database.
+
+    Exactly equal similarities come back in no set order, so when the limit cuts
+    through such a group that may go on past what was fetched (not ``exhausted``),
+    the group is left out: a shorter result, but never one that depends on which
+    tied fact an index visited first.
     """
-    candidates = max(limit * CANDIDATE_FACTOR, MIN_CANDIDATES)
-    terms = keyword_terms(query_text)
-    matches = await index.term_matches(
-        session, scope, terms, cap=max(COMMON_WORD_FACTS, candidates)
-    )
-    # A future, awaited here and by the index (which may read the scope's size first).
-    on_its_way = asyncio.ensure_future(query_vector)
-    by_vector = await index.vector_candidates(
-        session, scope, on_its_way, model=model, limit=candidates, threshold=threshold
-    )
-    vector = await on_its_way
-    ranks = Ranks.of(matches, by_vector, candidates)
-    if ranks.missing:
-        ranks.similarities.update(
-            await index.similarities(session, scope, ranks.missing, vector, model=model)
-        )
-    chosen = ranks.chosen(limit)
-    return ranks.found(chosen, await facts_by_id(session, scope, chosen))
+    ranked = sorted(found, key=lambda candidate: (-candidate[1], candidate[2]))
+    if len(ranked) <= limit:
+        return ranked
+    boundary = ranked[limit - 1][1]
+    if exhausted or ranked[-1][1] < boundary:
+        return ranked[:limit]
+    return [candidate for candidate in ranked if candidate[1] > boundary]
 
 
 @dataclass
@@ -79,17 +77,6 @@ class Ranks:
     by_keyword: list[str]
     similarities: dict[str, float]  # the keyword hits' too, once ``missing`` is filled in
     hashes: dict[str, str]
-
-    @classmethod
-    def of(
-        cls,
-        matches: Mapping[str, Mapping[str, str]],
-        by_vector: Sequence[Candidate],
-        candidates: int,
-    ) -> Ranks:
-        ranks = cls.by_keywords(matches, candidates)
-        ranks.add_vector_ranking(by_vector)
-        return ranks
 
     @classmethod
     def by_keywords(cls, matches: Mapping[str, Mapping[str, str]], candidates: int) -> Ranks:

@@ -1,7 +1,8 @@
 """``FactStore``: long-term facts about each user, extracted, reconciled, recalled, kept.
 
-The store holds the services (sessions, LLM, index, clock, settings) and hands
-each operation the values it needs; no module it calls reaches back into it.
+The store holds the services (sessions, LLM, storage, clock, settings) and hands
+each operation the values it needs; the storage (liz.facts.sqlite or
+liz.facts.postgres) is the one way to the database's facts.
 
 >>> store = FactStore(sessions, llm, engine=engine)
 >>> events = await store.add("My name is Ada and I love green tea", "ada-bot", "user-1")
@@ -25,31 +26,27 @@ from liz.errors import InputError, NotFound
 from liz.facts.batch import apply_batch
 from liz.facts.domain import (
     Exchange,
+    ExtraStatement,
     Fact,
     FactEvent,
     FactOperation,
     HistoryEntry,
     ItemResult,
     ItemStatus,
-    OnCommit,
     Scope,
     WriteContext,
 )
 from liz.facts.extraction import Messages, extract_facts
-from liz.facts.index import FactIndex, open_index
-from liz.facts.index.postgres import PostgresFactIndex
-from liz.facts.index.sqlite import SqliteFactIndex
 from liz.facts.learning import learn_facts
-from liz.facts.pg_search import search_on_postgres
-from liz.facts.queries import fact_history, facts_as_of, list_facts, records_by_id, to_fact
+from liz.facts.postgres import PostgresFacts
+from liz.facts.queries import fact_history, facts_as_of, facts_by_id, list_facts
 from liz.facts.query_vectors import QueryVectors
 from liz.facts.reindex import reindex_facts
-from liz.facts.scope_writes import ScopeWrites, database_errors
-from liz.facts.search import hybrid_search
 from liz.facts.settings import FactSettings
-from liz.facts.sqlite_search import search_on_sqlite
-from liz.facts.sqlite_thread import supports
+from liz.facts.sqlite import SqliteFacts
+from liz.facts.storage import FactStorage, Nearest
 from liz.facts.vectors import Vector
+from liz.facts.writes import ScopeWrites, database_errors
 from liz.llm import LLMClient
 from liz.templates import PromptTemplates
 from liz.types import Clock, SystemClock
@@ -77,17 +74,18 @@ class FactStore:
         self.settings = settings or FactSettings()
         self.templates = templates or llm.templates
         self.dialect = engine.dialect.name
-        self.index: FactIndex = open_index(engine, cache_scopes=self.settings.cache_scopes)
+        self.storage: FactStorage = open_storage(
+            engine, sessions, clock=self.clock, cache_scopes=self.settings.cache_scopes
+        )
         self._writes = ScopeWrites(self.clock)
         self._query_vectors = QueryVectors(llm)  # concurrent searches share requests
         self._ready = False
         self._dimensions: set[int] = set()  # embedding sizes the index is ready for
 
     async def close(self) -> None:
-        """Finish the background work before the engine closes: on PostgreSQL, moving
-        the vectors of the last small writes into the HNSW graph (liz.facts.pg_indexing)."""
-        if isinstance(self.index, PostgresFactIndex):
-            await self.index.indexing.finish()
+        """Finish the background work before the engine closes (on PostgreSQL, putting
+        the last small writes' vectors into the HNSW graph)."""
+        await self.storage.close()
 
     async def check(self) -> None:
         """Raise :class:`StorageError` if the database cannot hold facts (no pgvector)."""
@@ -103,20 +101,19 @@ class FactStore:
         *,
         source_memory_id: str | None = None,
         agent_name: str = "the assistant",
-        on_commit: OnCommit | None = None,
+        also: Sequence[ExtraStatement] = (),
     ) -> list[FactEvent]:
         """Extract facts from the latest exchange and reconcile them into the store.
 
         ``messages`` is a text (said by the user) or ``{"role", "content"}`` dicts.
         Returns the events applied, NOOPs included. An unusable LLM answer (after
         the client's one retry) raises ``LLMOutputError`` and changes nothing.
-        ``on_commit(session)`` runs in the transaction that writes the facts (not at
-        all when there is nothing to write); what it raises rolls them back and propagates.
+        ``also`` runs in the facts' transaction, after their write (in a transaction
+        of its own when there is nothing to write); a rowcount other than a statement
+        expects rolls everything back and raises ``ExtraStatementMismatch``.
         """
         exchange = Exchange(messages, source_memory_id)
-        return await self.learn(
-            [exchange], agent_id, user_id, agent_name=agent_name, on_commit=on_commit
-        )
+        return await self.learn([exchange], agent_id, user_id, agent_name=agent_name, also=also)
 
     async def learn(
         self,
@@ -125,7 +122,7 @@ class FactStore:
         user_id: str,
         *,
         agent_name: str = "the assistant",
-        on_commit: OnCommit | None = None,
+        also: Sequence[ExtraStatement] = (),
     ) -> list[FactEvent]:
         """:meth:`add` for several exchanges of one user at once, oldest first: one
         extraction call over them all, one embedding request for the new facts (and
@@ -147,8 +144,6 @@ class FactStore:
             today=self.clock.now().date().isoformat(),
             size=self.settings.model_size,
         )
-        if not extracted:
-            return []
         scope = (agent_id, user_id)
         sources = {exchange.source_memory_id for exchange in exchanges}
         # The write's own source: the message, when there is one (facts name theirs).
@@ -157,13 +152,13 @@ class FactStore:
             scope,
             lambda: learn_facts(
                 extracted,
-                self._context(scope, "llm", source, on_commit),
-                sessions=self.sessions,
+                self._context(scope, "llm", source),
+                storage=self.storage,
                 reads=self.reads,
-                index=self.index,
                 llm=self.llm,
                 templates=self.templates,
                 settings=self.settings,
+                also=also,
             ),
         )
 
@@ -189,35 +184,12 @@ class FactStore:
         try:
             with database_errors():
                 if not self._dimensions:
-                    # Outside the session: a PostgreSQL index build takes a second pooled
-                    # connection, and searches all holding one while waiting for another
-                    # would drain the pool. Once a dimension is ready, that never happens.
+                    # Outside any session: a PostgreSQL index build takes a connection of
+                    # its own, and searches all waiting for one would drain the pool.
                     await embedding
-                scope = (agent_id, user_id)
-                options: dict[str, Any] = {
-                    "model": self.llm.embedding_model,
-                    "limit": limit,
-                    "threshold": floor,
-                }
-                if isinstance(self.index, SqliteFactIndex) and supports(self.engine):
-                    # Two hops to the connection's thread instead of a session's four.
-                    return await search_on_sqlite(
-                        self.engine, self.index, scope, query, embedding, **options
-                    )
-                if (
-                    isinstance(self.index, PostgresFactIndex)
-                    and self.engine.dialect.driver == "asyncpg"
-                ):
-                    # One round trip on the driver's connection for a small scope, whose
-                    # facts are held here (four through the graph), against a session's
-                    # five to eight.
-                    return await search_on_postgres(
-                        self.engine, self.index, scope, query, embedding, **options
-                    )
-                async with self.reads() as session:
-                    return await hybrid_search(
-                        session, self.index, scope, query, embedding, **options
-                    )
+                model = self.llm.embedding_model
+                nearest = Nearest((agent_id, user_id), embedding, model, limit, floor)
+                return await self.storage.search(query, nearest)
         finally:
             if not embedding.done():
                 embedding.cancel()
@@ -226,7 +198,7 @@ class FactStore:
 
     async def _query_vector(self, query: str) -> Vector:
         vector = await self._query_vectors.embed(query)
-        await self.index.prepare_dimension(int(vector.size))
+        await self.storage.prepare_dimension(int(vector.size))
         self._dimensions.add(int(vector.size))
         return vector
 
@@ -234,9 +206,8 @@ class FactStore:
         """One fact of this agent and user (retired ones too), or None."""
         with database_errors():
             async with self.reads() as session:
-                found = await records_by_id(session, (agent_id, user_id), [fact_id])
-        record = found.get(fact_id)
-        return to_fact(record) if record is not None else None
+                found = await facts_by_id(session, (agent_id, user_id), [fact_id])
+        return found.get(fact_id)
 
     async def history(self, fact_id: str, agent_id: str, user_id: str) -> list[HistoryEntry]:
         """Every change to one fact, oldest first; :class:`NotFound` for an unknown fact."""
@@ -272,8 +243,7 @@ class FactStore:
             lambda: apply_batch(
                 batch,
                 self._context(scope, actor),
-                sessions=self.sessions,
-                index=self.index,
+                storage=self.storage,
                 llm=self.llm,
             ),
         )
@@ -326,7 +296,7 @@ class FactStore:
         with database_errors():
             return await reindex_facts(
                 self.sessions,
-                self.index,
+                self.storage,
                 self.llm,
                 self.dialect,
                 agent_id,
@@ -340,7 +310,6 @@ class FactStore:
         scope: Scope,
         actor: str,
         source: str | None = None,
-        on_commit: OnCommit | None = None,
     ) -> WriteContext:
         """Who writes to ``scope``, now, with the current embedding model."""
         return WriteContext(
@@ -350,7 +319,6 @@ class FactStore:
             self.llm.embedding_model,
             self.dialect,
             source,
-            on_commit,
         )
 
     # Last in the class: below this point `list` would name the method, not the type.
@@ -386,3 +354,16 @@ def _one(results: list[ItemResult]) -> ItemResult:
             raise NotFound(result.reason)
         raise InputError(result.reason)
     return result
+
+
+def open_storage(
+    engine: AsyncEngine,
+    sessions: async_sessionmaker[AsyncSession],
+    *,
+    clock: Clock,
+    cache_scopes: int,
+) -> FactStorage:
+    """The facts storage for ``engine``'s database."""
+    if engine.dialect.name == "postgresql":
+        return PostgresFacts(engine, sessions=sessions, clock=clock)
+    return SqliteFacts(engine, sessions=sessions, cache_scopes=cache_scopes)

@@ -1,11 +1,9 @@
 """The facts tables (SQLAlchemy), mirroring ``Fact`` and ``FactHistory`` in ``schema.prisma``.
 
-Dialect-specific search structures live beside these tables and are made by the
-migration and the index modules, not declared here: on SQLite the
-FTS5 table ``FactSearch`` (kept in step by liz.facts.index.sqlite); on PostgreSQL
-a generated ``searchVector`` column (``to_tsvector('simple', text)``) with a GIN
-index, one HNSW index per embedding dimension, and the ``vectorPending`` mark of
-facts not yet in it (liz.facts.pg_indexing).
+Each database's search structures are made by the migrations and liz.facts.sqlite
+or liz.facts.postgres, not declared here: SQLite's FTS5 table ``FactSearch``;
+PostgreSQL's ``searchVector`` column with a GIN index, one HNSW index per embedding
+dimension, and the ``vectorPending`` mark of facts not yet in the graph.
 """
 
 from __future__ import annotations
@@ -40,7 +38,7 @@ SEARCH_STRUCTURE_PREFIXES = (
     "Fact_embedding_hnsw",
     "Fact_text_search",
     "searchVector",
-    "vectorPending",  # PostgreSQL: a vector not yet in the HNSW graph (liz.facts.pg_indexing)
+    "vectorPending",  # PostgreSQL: a vector not yet in the HNSW graph
     "Fact_vector_pending",
 )
 
@@ -53,12 +51,8 @@ def _embedding_type() -> TypeEngine[Any]:
         return LargeBinary()
 
     class SentAsFloats(VECTOR):
-        """pgvector's ``vector``, sent as a ``real[]`` the server casts.
-
-        pgvector's own bind writes the vector as text, one float at a time: 1.5 ms of
-        Python for 1536 dimensions, the largest part of a store's own work. The driver
-        sends a list of floats as a binary ``real[]`` in a few microseconds, exactly.
-        """
+        """pgvector's ``vector``, sent as a ``real[]`` the server casts: the driver
+        sends a list of floats in binary, where pgvector's own bind writes text."""
 
         cache_ok = True
 

@@ -36,13 +36,8 @@ def from_stored(value: Any) -> Vector:
 
 
 def similarities_to(matrix: Vector, query: Vector) -> Vector:
-    """Each row's dot product with ``query``, computed on this thread.
-
-    Not ``matrix @ query``: OpenBLAS splits a matrix-vector product over threads that
-    spin while they wait for work, and on a small machine they took the CPU the event
-    loop, SQLite and the embedding's round trip needed (a search at 1k facts went
-    from about 6 ms to 18). The product is bound by memory bandwidth anyway.
-    """
+    """Each row's dot product with ``query``, computed on this thread: ``matrix @ query``
+    would hand it to BLAS threads that spin, taking the CPU the event loop needs."""
     if hasattr(np, "vecdot"):  # numpy >= 2.0
         return np.asarray(np.vecdot(matrix, query), dtype=np.float32)
     return np.asarray(np.einsum("ij,j->i", matrix, query), dtype=np.float32)

@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import (
+    Delete,
     Integer,
     Select,
     bindparam,
@@ -228,12 +229,16 @@ async def finish(session: AsyncSession, job_id: int) -> bool:
     return await finish_all(session, [job_id])
 
 
+def finish_statement(job_ids: Sequence[int]) -> Delete:
+    """The delete that removes learned jobs; it finds fewer rows than ``job_ids`` when
+    one was gone already (another worker learned it)."""
+    return delete(Job).where(Job.id.in_(list(job_ids)), Job.status == PENDING)
+
+
 async def finish_all(session: AsyncSession, job_ids: Sequence[int]) -> bool:
     """Remove learned jobs; False when one of them was gone already (another worker
     learned it: the caller rolls its transaction back)."""
-    result = await session.execute(
-        delete(Job).where(Job.id.in_(list(job_ids)), Job.status == PENDING)
-    )
+    result = await session.execute(finish_statement(job_ids))
     return _rowcount(result) == len(set(job_ids))
 
 

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy.ext.asyncio import AsyncSession
 from tenacity import wait_exponential
 
-from liz.facts.domain import Exchange
+from liz.facts.domain import Exchange, ExtraStatement, ExtraStatementMismatch
 from liz.learning_queue import jobs
 from liz.learning_queue.jobs import Job
 from liz.learning_queue.outcomes import (
@@ -346,27 +346,21 @@ class LearningWorker:
         task.add_done_callback(self._active.discard)
 
     async def _learn(self, facts: FactStore, work: _Work) -> None:
+        # The jobs are deleted in the facts' own transaction; a row already gone (another
+        # worker learned the message) rolls the facts back.
         ids = [job.id for job, _ in work]
-        finished = False
-
-        async def finish_in(session: AsyncSession) -> None:
-            nonlocal finished
-            if not await jobs.finish_all(session, ids):
-                raise AlreadyLearned(_messages([job for job, _ in work]))
-            finished = True
-
+        finish = ExtraStatement(jobs.finish_statement(ids), expected_rows=len(set(ids)))
         latest = work[-1][0]
-        await facts.learn(
-            [Exchange(exchange, job.memory_id) for job, exchange in work],
-            latest.agent_id,
-            latest.user_id,
-            agent_name=latest.agent_name,
-            on_commit=finish_in,
-        )
-        if not finished:
-            # Nothing new was written (no facts, or all known): the jobs are done all the same.
-            async with self._runtime.sessions() as session, session.begin():
-                await jobs.finish_all(session, ids)
+        try:
+            await facts.learn(
+                [Exchange(exchange, job.memory_id) for job, exchange in work],
+                latest.agent_id,
+                latest.user_id,
+                agent_name=latest.agent_name,
+                also=[finish],
+            )
+        except ExtraStatementMismatch as exc:
+            raise AlreadyLearned(_messages([job for job, _ in work])) from exc
 
     async def _failed(
         self,

@@ -1,7 +1,6 @@
-"""Small scopes' facts held in the serving process on PostgreSQL (liz.facts.index.pg_cache):
-a search finds what another process wrote since this one last searched (added, changed,
-retired), even while the writes race the searches, and gives what comparing in the
-database gives."""
+"""Two processes on one PostgreSQL database: a search finds what another process wrote
+since this one last searched (added, changed, retired), even while the writes race the
+searches, and gives what a fresh storage with nothing in memory gives."""
 
 from __future__ import annotations
 
@@ -13,8 +12,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from liz.db.engine import create_engine, make_sessionmaker
 from liz.facts.domain import Fact
-from liz.facts.index.postgres import PostgresFactIndex
-from liz.facts.pg_search import search_on_postgres
+from liz.facts.postgres import PostgresFacts
+from liz.facts.storage import Nearest
 from liz.facts.store import FactStore
 from liz.facts.vectors import embed
 from liz.llm import LLMClient
@@ -46,21 +45,14 @@ def add(text: str) -> dict[str, object]:
 
 
 async def in_the_database(engine: AsyncEngine, llm: LLMClient, query: str) -> list[Fact]:
-    """The search compared in the database, nothing held (``held_values=0``)."""
+    """The search of a storage fresh from the database, nothing of an earlier one kept."""
     (vector,) = await embed(llm, [query])
-    index = PostgresFactIndex(engine, held_values=0)
-    await index.prepare_dimension(int(vector.size))
+    storage = PostgresFacts(engine)
+    await storage.prepare_dimension(int(vector.size))
     arrived: asyncio.Future[object] = asyncio.get_running_loop().create_future()
     arrived.set_result(vector)
-    return await search_on_postgres(
-        engine,
-        index,
-        (AGENT, USER),
-        query,
-        arrived,  # type: ignore[arg-type]
-        model=llm.embedding_model,
-        limit=10,
-        threshold=0.0,
+    return await storage.search(
+        query, Nearest((AGENT, USER), arrived, llm.embedding_model, 10, 0.0)
     )
 
 

@@ -1,0 +1,178 @@
+"""The contract of facts storage, and the one search and one write both databases share.
+
+:class:`FactStorage` is what the store asks of a database. :class:`SessionStorage`
+keeps it on SQLAlchemy sessions; liz.facts.sqlite and liz.facts.postgres fill in
+the parts only their database can do (keyword and vector lookups, the scope's lock,
+search structures kept beside the table, the process's cache).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+import numpy as np
+from sqlalchemy import TableClause, bindparam, insert, update
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from liz.facts.domain import Candidate, Change, ChangeLog, Fact, FactEvent, Scope
+from liz.facts.normalize import keyword_terms
+from liz.facts.queries import FACTS, HISTORIES, HISTORY, facts_by_id
+from liz.facts.search import COMMON_WORD_FACTS, Ranks, candidates_for
+from liz.facts.vectors import Vector
+from liz.facts.writes import Rows, Write, planned_rows, read_snapshot, run_extra
+
+_INSERT_HISTORY = insert(HISTORIES).returning(HISTORY.id, sort_by_parameter_order=True)
+
+
+@dataclass(frozen=True)
+class Nearest:
+    """A vector lookup: the scope's active facts most similar to ``vector`` (which may
+    still be on its way), at least ``threshold`` similar, ``limit`` of them."""
+
+    scope: Scope
+    vector: Vector | asyncio.Future[Vector]
+    model: str
+    limit: int
+    threshold: float
+
+
+class FactStorage(Protocol):
+    """What the store asks of one database's facts storage."""
+
+    async def search(self, text: str, nearest: Nearest) -> list[Fact]:
+        """The scope's best active facts for ``text`` (embedded as ``nearest.vector``),
+        best first, each with its similarity."""
+        ...
+
+    async def similar(self, lookups: Sequence[Nearest]) -> list[Fact]:
+        """Active facts found by any of ``lookups``, each once."""
+        ...
+
+    async def write(self, write: Write) -> tuple[list[Change], list[FactEvent]]:
+        """Lock the scope, read its facts the write names, let its plan decide, write
+        that and then its extra statements, in one transaction; the cache follows."""
+        ...
+
+    def forget(self, scopes: Iterable[Scope]) -> None:
+        """Drop what the process holds of these scopes (changed outside :meth:`write`)."""
+        ...
+
+    async def prepare_dimension(self, dimension: int) -> None:
+        """Make ready to search vectors of ``dimension``, before any session is opened."""
+        ...
+
+    async def close(self) -> None:
+        """Finish background work before the engine closes."""
+        ...
+
+
+class SessionStorage(ABC):
+    """:class:`FactStorage` on sessions: writes on ``sessions``, reads on ``reads``
+    (which on SQLite run beside the writer)."""
+
+    facts_table: TableClause = FACTS
+
+    def __init__(
+        self, sessions: async_sessionmaker[AsyncSession], reads: async_sessionmaker[AsyncSession]
+    ) -> None:
+        self.sessions = sessions
+        self.reads = reads
+
+    @abstractmethod
+    async def term_matches(
+        self, session: AsyncSession, scope: Scope, terms: Sequence[str], *, cap: int
+    ) -> dict[str, dict[str, str]]:
+        """For each term in at most ``cap`` of the scope's active facts, their ids and
+        texts; a term in more is left out. Reads at most ``cap + 1`` facts per term."""
+
+    @abstractmethod
+    async def vector_candidates(self, session: AsyncSession, wanted: Nearest) -> list[Candidate]:
+        """The facts ``wanted`` asks for, with their similarity and text hash."""
+
+    @abstractmethod
+    async def similarities(
+        self, session: AsyncSession, scope: Scope, ids: Sequence[str], query: Vector, *, model: str
+    ) -> dict[str, float]:
+        """The similarity to ``query`` of those of ``ids`` in the scope."""
+
+    async def lock(self, session: AsyncSession, scope: Scope) -> None:
+        """Order this write after others of the scope, in every process."""
+        return None
+
+    async def index_rows(self, session: AsyncSession, rows: Rows, log: ChangeLog) -> None:
+        """Keep search structures beside the facts table in step with a write."""
+        return None
+
+    def absorb(self, scope: Scope, log: ChangeLog) -> None:
+        """Take a write this process committed into the process's cache."""
+        return None
+
+    def forget(self, scopes: Iterable[Scope]) -> None:
+        return None
+
+    async def prepare_dimension(self, dimension: int) -> None:
+        return None
+
+    async def close(self) -> None:
+        return None
+
+    async def search(self, text: str, nearest: Nearest) -> list[Fact]:
+        # Keyword hits count whatever their similarity (that is their point); they are
+        # read while the query's embedding is on its way.
+        scope, candidates = nearest.scope, candidates_for(nearest.limit)
+        async with self.reads() as session:
+            cap = max(COMMON_WORD_FACTS, candidates)
+            matches = await self.term_matches(session, scope, keyword_terms(text), cap=cap)
+            ranks = Ranks.by_keywords(matches, candidates)
+            wider = replace(nearest, limit=candidates)
+            ranks.add_vector_ranking(await self.vector_candidates(session, wider))
+            if ranks.missing:
+                vector = nearest.vector
+                if not isinstance(vector, np.ndarray):
+                    vector = await vector
+                ranks.similarities.update(
+                    await self.similarities(
+                        session, scope, ranks.missing, vector, model=nearest.model
+                    )
+                )
+            chosen = ranks.chosen(nearest.limit)
+            return ranks.found(chosen, await facts_by_id(session, scope, chosen))
+
+    async def similar(self, lookups: Sequence[Nearest]) -> list[Fact]:
+        ids: list[str] = []
+        if not lookups:
+            return []
+        async with self.reads() as session:
+            for wanted in lookups:
+                found = await self.vector_candidates(session, wanted)
+                ids.extend(fact_id for fact_id, _, _ in found if fact_id not in ids)
+            facts = await facts_by_id(session, lookups[0].scope, ids)
+        return [facts[fact_id] for fact_id in ids if fact_id in facts]
+
+    async def write(self, write: Write) -> tuple[list[Change], list[FactEvent]]:
+        log = ChangeLog()
+        scope = write.context.scope
+        async with self.sessions() as session, session.begin():
+            await self.lock(session, scope)
+            snapshot = await read_snapshot(session, scope, write.ids, write.hashes)
+            changes = list(write.plan(snapshot))
+            rows, events = planned_rows(snapshot, changes, write.vectors, write.context, log)
+            await self._send(session, rows, log)
+            await run_extra(session, write.also)
+        self.absorb(scope, log)
+        return changes, events
+
+    async def _send(self, session: AsyncSession, rows: Rows, log: ChangeLog) -> None:
+        table = self.facts_table
+        if rows.facts:  # before their history rows (foreign key)
+            await session.execute(insert(table), rows.facts)
+        for columns in sorted({tuple(sorted(row)) for row in rows.updates}):
+            same: list[dict[str, Any]] = [r for r in rows.updates if tuple(sorted(r)) == columns]
+            await session.execute(update(table).where(table.c.id == bindparam("target")), same)
+        await self.index_rows(session, rows, log)
+        if rows.history:
+            log.history_ids.extend(await session.scalars(_INSERT_HISTORY, rows.history))
