@@ -11,6 +11,7 @@ import uvicorn
 from liz.app import App
 from liz.config import ServerSettings
 from liz.errors import UsageError
+from liz.http.exposure import check_exposure
 from liz.settings_errors import load_settings
 
 
@@ -21,6 +22,7 @@ def serve_app(
     flags = {"server_host": host, "server_port": port}
     server = load_settings(ServerSettings, **{k: v for k, v in flags.items() if v is not None})
     app.migrate = migrate
+    check_exposure(app.settings, server.server_host)
     asyncio.run(_check(app))
     ensure_port_free(server.server_host, server.server_port)
     uvicorn.run(

@@ -117,7 +117,7 @@ async def test_facts_bodies_match_the_document(
     (fact_id,) = await seed(store, scripted, fact("User owns a bakery"), agent=agent.agent_id)
     app = create_app(build_framework(runtime), {agent.agent_id: agent})
     async with httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://liz"
+        transport=httpx.ASGITransport(app=app), base_url="http://localhost"
     ) as client:
         document = (await client.get("/openapi.json")).json()
         base = f"/agents/{agent.agent_id}/users/{USER}/facts"

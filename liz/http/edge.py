@@ -1,10 +1,12 @@
 """The ASGI middleware every request passes before a route, outermost first.
 
 1. ``RequestContext``: the request id, and an answer for any failure;
-2. ``RequestDeadline``: ``LIZ_REQUEST_TIMEOUT``;
-3. ``Authenticate``: ``LIZ_API_KEY`` and user tokens (``LIZ_JWT_SECRET``), after any
+2. ``HostCheck``: the Host header names this server (``LIZ_ALLOWED_HOSTS``);
+3. ``RequestDeadline``: ``LIZ_REQUEST_TIMEOUT``;
+4. ``Authenticate``: ``LIZ_API_KEY`` and user tokens (``LIZ_JWT_SECRET``), after any
    middleware that must see a request before it is refused (the playground's key prompt);
-4. ``BodyLimit``: no body over 1 MB is read.
+5. ``JsonBodiesOnly``: writes are JSON (no cross-site form or text POST);
+6. ``BodyLimit``: no body over 1 MB is read.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from liz.config import Settings
 from liz.errors import UsageError
 from liz.http.auth import Authenticate
 from liz.http.body import BodyLimit
+from liz.http.cross_site import HostCheck, JsonBodiesOnly, allowed_hosts
 from liz.http.deadline import RequestDeadline
 from liz.http.request_context import RequestContext
 
@@ -37,10 +40,12 @@ def edge_middleware(
         )
     middleware = [
         Middleware(RequestContext),
+        Middleware(HostCheck, hosts=allowed_hosts(settings)),
         Middleware(RequestDeadline, seconds=settings.liz_request_timeout),
     ]
     middleware.extend(before_auth)
     if api_key or jwt_secret:
         middleware.append(Middleware(Authenticate, api_key=api_key, jwt_secret=jwt_secret))
+    middleware.append(Middleware(JsonBodiesOnly))
     middleware.append(Middleware(BodyLimit))
     return middleware
