@@ -179,6 +179,9 @@
     return { name, data: data.length ? JSON.parse(data.join("\n")) : null };
   }
 
+  // Whether this caller gets traces (the server key does; a user token, as a rule, not).
+  let traces = true;
+
   async function send(text) {
     const { agentId, userId } = scope();
     messages.append(el("li", { className: "user" }, el("span", { className: "who", text: userId }),
@@ -192,11 +195,17 @@
     pick.addEventListener("click", () => showTurn(turn));
     item.scrollIntoView({ block: "end" });
 
-    const response = await api("/agent/input?trace=1", {
+    const post = () => api("/agent/input" + (traces ? "?trace=1" : ""), {
       method: "POST",
       headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
       body: JSON.stringify({ input: { agentId, userId, text } }),
     });
+    let response = await post();
+    if (response.status === 403 && traces && (await problemOf(response.clone())).includes("trace")) {
+      // A user token gets no traces: chat on without them.
+      traces = false;
+      response = await post();
+    }
     if (!response.ok) {
       reply.classList.remove("streaming");
       reply.classList.add("error");
