@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import secrets
+import time
 from dataclasses import dataclass
 
 import jwt
@@ -38,6 +39,8 @@ _USER_SCOPED_PATH = re.compile(r"/agents/[^/]+/users/(?P<user>[^/]+)(?:/.*)?")
 JWT_ALGORITHM = "HS256"
 BAD_SUBJECT = "the token's sub must be a userId: visible text, at most 256 characters"
 CLOCK_SKEW_SECONDS = 30
+# The latest expiry a user token may carry: a token for longer is a standing password.
+MAX_TOKEN_LIFETIME_SECONDS = 366 * 24 * 3600
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,14 @@ def user_from_token(token: str, secret: str) -> str:
         raise Unauthorized(BAD_SUBJECT) from None
     except jwt.InvalidTokenError as exc:
         raise Unauthorized(f"the token is not valid: {exc}") from None
+    expires = claims["exp"]
+    # PyJWT reads a numeric string as a number; the JWT spec wants a NumericDate.
+    if isinstance(expires, bool) or not isinstance(expires, int | float):
+        raise Unauthorized("the token's exp must be a number (seconds since 1970), not a string")
+    if expires > time.time() + MAX_TOKEN_LIFETIME_SECONDS:
+        raise Unauthorized(
+            "the token's exp is more than a year away; issue tokens that expire sooner"
+        )
     user_id = claims["sub"]
     if not isinstance(user_id, str) or id_problem(user_id) is not None:
         raise Unauthorized(BAD_SUBJECT)

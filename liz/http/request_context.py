@@ -42,7 +42,10 @@ class RequestContext:
             nonlocal started
             if message["type"] == "http.response.start":
                 started = True
-                MutableHeaders(scope=message).append(REQUEST_ID_HEADER, request_id)
+                headers = MutableHeaders(scope=message)
+                headers.append(REQUEST_ID_HEADER, request_id)
+                # No browser may read an answer as anything but its declared type.
+                headers.setdefault("X-Content-Type-Options", "nosniff")
             await send(message)
 
         try:
