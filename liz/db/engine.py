@@ -18,6 +18,7 @@ from sqlalchemy.util import await_
 
 from liz.config import Settings
 from liz.db.driver import AIOSQLITE_RUNS_FUNCTIONS
+from liz.db.health import reopen_after_read_only
 from liz.db.url import asyncpg_connect_args, describe, normalize_database_url
 
 logger = logging.getLogger(__name__)
@@ -63,6 +64,7 @@ def create_engine(
         _tune_sqlite(engine, begin="BEGIN IMMEDIATE")
         if pooled and file:
             _add_reader(engine, normalized, settings)
+            reopen_after_read_only(engine)
     else:
         normalized, connect_args = asyncpg_connect_args(normalized)
         if pooled:

@@ -18,7 +18,7 @@ from liz.facts.http import fact_routes
 from liz.http.agent_input import agent_input
 from liz.http.edge import edge_middleware
 from liz.http.errors import exception_handlers
-from liz.http.info import health, list_agents
+from liz.http.health import health, list_agents
 from liz.http.openapi import api_doc_routes
 from liz.pipeline import AgentFramework
 from liz.playground import KeyPromptGate, playground_routes
