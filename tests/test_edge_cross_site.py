@@ -58,7 +58,7 @@ async def test_every_write_route_refuses_a_body_that_is_not_json(
 ) -> None:
     app = create_app(framework, {AGENT: agent})
     writes = [
-        (method, str(getattr(route, "path", "")).replace("{", "").replace("}", ""))
+        (method, str(getattr(route, "path_format", "")).replace("{", "").replace("}", ""))
         for route in app.routes
         for method in getattr(route, "methods", None) or ()
         if method in ("POST", "PUT", "PATCH")

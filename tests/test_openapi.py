@@ -34,7 +34,7 @@ def matches(document: dict[str, Any], schema_name: str, body: Any) -> None:
 
 def served_operations(app: Any) -> set[tuple[str, str]]:
     return {
-        (route.path, method.lower())
+        (route.path_format, method.lower())
         for route in app.routes
         if isinstance(route, Route)
         for method in route.methods or ()

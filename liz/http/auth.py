@@ -15,6 +15,7 @@ import re
 import secrets
 import time
 from dataclasses import dataclass
+from urllib.parse import unquote
 
 import jwt
 from starlette.requests import Request
@@ -170,4 +171,4 @@ class Authenticate:
                 "a user token may use POST /agent/input, GET /agents and the routes under "
                 "/agents/{agentId}/users/<its own userId>/; this path needs LIZ_API_KEY"
             )
-        caller.check_may_act_as(scoped["user"])
+        caller.check_may_act_as(unquote(scoped["user"]))  # encoded by PathSegments

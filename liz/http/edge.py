@@ -2,11 +2,12 @@
 
 1. ``RequestContext``: the request id, and an answer for any failure;
 2. ``HostCheck``: the Host header names this server (``LIZ_ALLOWED_HOSTS``);
-3. ``RequestDeadline``: ``LIZ_REQUEST_TIMEOUT``;
-4. ``Authenticate``: ``LIZ_API_KEY`` and user tokens (``LIZ_JWT_SECRET``), after any
+3. ``PathSegments``: an id in a path may hold an encoded ``/`` or ``%``;
+4. ``RequestDeadline``: ``LIZ_REQUEST_TIMEOUT``;
+5. ``Authenticate``: ``LIZ_API_KEY`` and user tokens (``LIZ_JWT_SECRET``), after any
    middleware that must see a request before it is refused (the playground's key prompt);
-5. ``JsonBodiesOnly``: writes are JSON (no cross-site form or text POST);
-6. ``BodyLimit``: no body over 1 MB is read.
+6. ``JsonBodiesOnly``: writes are JSON (no cross-site form or text POST);
+7. ``BodyLimit``: no body over 1 MB is read.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from liz.http.auth import Authenticate
 from liz.http.body import BodyLimit
 from liz.http.cross_site import HostCheck, JsonBodiesOnly, allowed_hosts
 from liz.http.deadline import RequestDeadline
+from liz.http.path_segments import PathSegments
 from liz.http.request_context import RequestContext
 
 # HS256 needs a key at least as long as its hash (RFC 7518, section 3.2).
@@ -41,6 +43,7 @@ def edge_middleware(
     middleware = [
         Middleware(RequestContext),
         Middleware(HostCheck, hosts=allowed_hosts(settings)),
+        Middleware(PathSegments),
         Middleware(RequestDeadline, seconds=settings.liz_request_timeout),
     ]
     middleware.extend(before_auth)

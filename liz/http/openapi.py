@@ -15,9 +15,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from liz.facts.http import FACTS
+from liz.facts.http import FACTS as FACTS_ROUTE
 from liz.http.openapi_schemas import SCHEMAS, Schema, ref, string
 from liz.playground.pages import render_page
+
+# The facts path as the document writes it: without the routes' `:segment` converters.
+FACTS = FACTS_ROUTE.replace(":segment", "")
 
 SSE_EVENTS = {
     "token": ("TokenEvent", "A piece of the reply; many, in order"),
@@ -235,7 +238,7 @@ def served_paths(routes: list[BaseRoute]) -> dict[str, set[str]]:
     served: dict[str, set[str]] = {}
     for route in routes:
         if isinstance(route, Route) and route.methods:
-            served.setdefault(route.path, set()).update(
+            served.setdefault(route.path_format, set()).update(
                 method.lower() for method in route.methods if method != "HEAD"
             )
     return served
