@@ -12,6 +12,7 @@ from liz.app import App
 from liz.config import ServerSettings
 from liz.errors import UsageError
 from liz.http.exposure import check_exposure
+from liz.http.slow_clients import server_options
 from liz.settings_errors import load_settings
 
 
@@ -31,6 +32,7 @@ def serve_app(
         port=server.server_port,
         log_level=log_level,
         log_config=None,
+        **server_options(app.settings),
     )
 
 
