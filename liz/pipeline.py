@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from liz.errors import LizError, UsageError, as_liz_error
+from liz.db.health import outage_log
+from liz.errors import LizError, StorageError, UsageError, as_liz_error
 from liz.runtime import Runtime
 from liz.trace import Trace
 from liz.types import AgentReply, ErrorHandler, InputObject, Memory, Middleware, Next, TokenSink
@@ -195,6 +196,8 @@ class AgentFramework:
                 await self._handle_error(exc, req, res)
         if not res.done:
             res.fail(LizError("the middleware chain ended without sending a reply", status=500))
+        elif res.error is None:
+            outage_log(self.runtime.engine).succeeded()
         res.trace.finish(req, res)
         return res
 
@@ -202,7 +205,9 @@ class AgentFramework:
         # The caller sees a message that leaks nothing (no SQL, no parameters); the log
         # gets the whole exception.
         error = as_liz_error(exc)
-        if error is exc:
+        if isinstance(error, StorageError):  # an outage: a few lines, not one per request
+            outage_log(self.runtime.engine).failed(exc, error.message)
+        elif error is exc:
             logger.warning("request failed: %s", error.message)
         else:
             logger.error("request failed: %s", error.message, exc_info=exc)

@@ -17,6 +17,7 @@ import os
 import shutil
 import time
 import uuid
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -71,13 +72,17 @@ async def database_problem(
     try:
         await _write_and_undo(sessions, engine, clock)
     except Exception as exc:  # the probe reports, it never fails itself
-        logger.warning("health check: the database failed a write: %r", exc)
         storage = storage_error_for(exc)
+        if storage is None:
+            logger.warning("health check: the database failed a write: %r", exc)
+        else:
+            outage_log(engine).failed(exc, f"health check: {storage.message}")
         if storage is not None and "cannot store" in storage.message:
             return "cannot write (read-only or disk full)"
         if storage is not None:
             return f"unreachable: {type(exc).__name__}"
         return f"cannot write: {type(exc).__name__}"
+    outage_log(engine).succeeded()
     return _sqlite_disk_problem(engine)
 
 
@@ -162,3 +167,62 @@ def reopen_after_read_only(engine: AsyncEngine) -> None:
     def _on_checkout(_dbapi_connection: Any, record: Any, _proxy: Any) -> None:
         if record.info.get("read_only") and _can_write(path):
             raise DisconnectionError("opened while the file refused writes")  # the pool reopens
+
+
+# How often an outage under way is summed up in the log (one line per interval at most).
+OUTAGE_REPORT_SECONDS = 10.0
+
+
+class OutageLog:
+    """One database outage, logged in a few lines instead of one traceback per request.
+
+    The first failure is logged with its traceback; while it lasts, the refusals are
+    counted and logged as one line per :data:`OUTAGE_REPORT_SECONDS`; the first success
+    after it logs one line saying it is over.
+    """
+
+    def __init__(self, report_seconds: float = OUTAGE_REPORT_SECONDS) -> None:
+        self.report_seconds = report_seconds
+        self.started: float | None = None
+        self._count = 0  # refusals since the last line
+        self._total = 0
+        self._reported = 0.0
+
+    def failed(self, exc: BaseException, message: str) -> None:
+        now = time.monotonic()
+        if self.started is None:
+            self.started, self._reported, self._count, self._total = now, now, 0, 1
+            logger.error("database outage: %s", message, exc_info=exc)
+            return
+        self._count += 1
+        self._total += 1
+        if now - self._reported >= self.report_seconds:
+            logger.error(
+                "database outage goes on: %d more requests refused in the last %.0f s (%s)",
+                self._count,
+                now - self._reported,
+                message,
+            )
+            self._count, self._reported = 0, now
+
+    def succeeded(self) -> None:
+        if self.started is None:
+            return
+        lasted = time.monotonic() - self.started
+        logger.warning(
+            "database outage over after %.1f s: %d requests refused in all",
+            lasted,
+            self._total,
+        )
+        self.started = None
+
+
+_outages: weakref.WeakKeyDictionary[Any, OutageLog] = weakref.WeakKeyDictionary()
+
+
+def outage_log(engine: AsyncEngine) -> OutageLog:
+    """The outage log of ``engine``'s database (one per engine, so per process)."""
+    log = _outages.get(engine.sync_engine)
+    if log is None:
+        log = _outages[engine.sync_engine] = OutageLog()
+    return log
