@@ -6,7 +6,8 @@
   (``POST /agent/input``), list the agents, and use the routes under
   ``/agents/{agentId}/users/<its userId>/``; any other user's data is a 403.
 
-With neither set, every request acts as the server. ``/health`` is always open.
+With neither set, every request acts as the server. ``/health`` and the icon are
+always open.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from liz.errors import Forbidden, LizError, Unauthorized
 from liz.http.errors import error_response
 from liz.input_rules import id_problem
 
-OPEN_PATHS = frozenset({"/health"})
+OPEN_PATHS = frozenset({"/health", "/favicon.ico"})
 # What a user token may reach besides its own user's routes.
 USER_PATHS = frozenset(
     {

@@ -35,6 +35,7 @@ FAILURES = {
     "404": "No such agent, fact or path",
     "409": "A request with this Idempotency-Key is still running (see Retry-After)",
     "413": "The body is too large",
+    "415": "The body is not sent as `Content-Type: application/json`",
     "422": "This Idempotency-Key was first sent with another body",
     "500": "An unexpected failure; the body names the request id the server's log has",
     "502": "The LLM answered with an error or an unusable answer",
@@ -122,7 +123,18 @@ def operations() -> dict[str, dict[str, Any]]:
                         },
                     },
                     **error_responses(
-                        "400", "401", "403", "404", "409", "413", "422", "500", "502", "503", "504"
+                        "400",
+                        "401",
+                        "403",
+                        "404",
+                        "409",
+                        "413",
+                        "415",
+                        "422",
+                        "500",
+                        "502",
+                        "503",
+                        "504",
                     ),
                 },
             }
@@ -227,7 +239,21 @@ def operations() -> dict[str, dict[str, Any]]:
             "get": {
                 "tags": ["pages"],
                 "summary": "This document as a page to read",
+                "description": "The descriptions' Markdown is rendered on the server: the page "
+                "needs nothing from elsewhere.",
                 "responses": {"200": html_page("The page"), "401": PAGE_REFUSED},
+            }
+        },
+        "/favicon.ico": {
+            "get": {
+                "tags": ["pages"],
+                "summary": "The server's icon (SVG), for browsers' tabs",
+                "responses": {
+                    "200": {
+                        "description": "The icon",
+                        "content": {"image/svg+xml": {"schema": string("SVG")}},
+                    }
+                },
             }
         },
     }
