@@ -4,7 +4,8 @@ A database can answer reads and still refuse every write (a read-only file or
 mount, a PostgreSQL standby or read-only transaction, a full disk). So the probe
 writes a row into ``Memory``: on PostgreSQL it is rolled back (a read-only server
 refuses the insert itself); on SQLite it is deleted again and committed, since only
-a commit touches the file. :class:`WriteProbe` keeps an answer for a few seconds.
+a commit touches the file. :class:`WriteProbe` keeps an answer for a few seconds,
+unless an outage began or ended since (:class:`OutageLog`).
 A SQLite connection opened while its file could not be written stays read-only for
 good, so :func:`reopen_after_read_only` replaces those connections once it can.
 """
@@ -100,12 +101,16 @@ class WriteProbe:
         self._lock = asyncio.Lock()
         self._answer: str | None = None
         self._until = float("-inf")
+        self._changes = -1
 
     async def problem(self) -> str | None:
         async with self._lock:  # requests arriving together share one probe
-            if time.monotonic() >= self._until:
+            outages = outage_log(self.engine)
+            # An outage that began or ended since (seen by any request) voids the answer.
+            if time.monotonic() >= self._until or outages.changes != self._changes:
                 self._answer = await database_problem(self.sessions, self.engine, self.clock)
                 self._until = time.monotonic() + self.seconds
+                self._changes = outages.changes
             return self._answer
 
 
@@ -184,6 +189,7 @@ class OutageLog:
     def __init__(self, report_seconds: float = OUTAGE_REPORT_SECONDS) -> None:
         self.report_seconds = report_seconds
         self.started: float | None = None
+        self.changes = 0  # outages begun and ended so far
         self._count = 0  # refusals since the last line
         self._total = 0
         self._reported = 0.0
@@ -192,6 +198,7 @@ class OutageLog:
         now = time.monotonic()
         if self.started is None:
             self.started, self._reported, self._count, self._total = now, now, 0, 1
+            self.changes += 1
             logger.error("database outage: %s", message, exc_info=exc)
             return
         self._count += 1
@@ -215,6 +222,7 @@ class OutageLog:
             self._total,
         )
         self.started = None
+        self.changes += 1
 
 
 _outages: weakref.WeakKeyDictionary[Any, OutageLog] = weakref.WeakKeyDictionary()
