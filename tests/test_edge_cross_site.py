@@ -154,3 +154,14 @@ def test_a_public_address_needs_a_key_or_open_on_purpose_and_its_host_names(
 @pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "::1", "127.0.0.5"])
 def test_a_loopback_address_needs_nothing(host: str) -> None:
     check_exposure(Settings(_env_file=None), host)  # type: ignore[call-arg]
+
+
+def test_starlettes_test_client_is_answered_as_it_is_in_process() -> None:
+    from starlette.testclient import TestClient
+
+    from liz.http.app import starlette_app
+
+    app = starlette_app(Settings(_env_file=None))  # type: ignore[call-arg]
+    app.state.agents = {}
+    with TestClient(app) as client:
+        assert client.get("/agents").status_code == 200  # Host: testserver
