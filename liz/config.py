@@ -56,8 +56,18 @@ class Settings(BaseSettings):
     liz_tool_timeout: float = Field(default=30.0, gt=0)
     # Seconds a tool call waiting for a person's approval may still be decided.
     liz_tool_approval_ttl: float = Field(default=86400.0, gt=0)
+    # Host header values answered (comma-separated; * any); empty: the loopback names.
+    liz_allowed_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # Serve on a non-loopback address without LIZ_API_KEY or LIZ_JWT_SECRET, on purpose.
+    liz_allow_open: bool = False
+    # Let user tokens ask for traces (?trace=1); by default only LIZ_API_KEY gets them.
+    liz_traces_for_users: bool = False
+    # Seconds a connection may take to send a whole request's headers before it is closed.
+    liz_header_timeout: float = Field(default=10.0, gt=0)
+    # Open connections `liz serve` holds at most; more are answered 503 and closed.
+    liz_max_connections: int = Field(default=1000, ge=1)
 
-    @field_validator("liz_cors_origins", mode="before")
+    @field_validator("liz_cors_origins", "liz_allowed_hosts", mode="before")
     @classmethod
     def _split_origins(cls, value: object) -> object:
         if isinstance(value, str):

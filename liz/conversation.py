@@ -3,9 +3,9 @@
     User ada (2026-01-02 03:04:05 UTC): Hi
     You (2026-01-02 03:04:09 UTC): Hello, Ada.
 
-A message's later lines are indented, so only the speakers' lines start at the margin
-and no message can forge a line the agent said. What a user wrote is neutralised as
-every value a template prints is (:func:`liz.prompt_text.neutralize`).
+A message's line breaks are shown as ``⏎`` (:func:`liz.prompt_text.one_line`), so every
+line is a speaker's and no message can forge a line the agent said. What a user wrote is
+neutralised as every value a template prints is (:func:`liz.prompt_text.neutralize`).
 
 The same lines feed the token budget (load_memories) and the prompt (context.j2's
 ``conversation`` filter). A line depends only on its message, and the same 100 messages
@@ -19,9 +19,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from functools import lru_cache
 
-from jinja2.filters import do_indent
-
-from liz.prompt_text import PromptText, neutralize
+from liz.prompt_text import PromptText, neutralize, one_line
 from liz.tokens import estimate_tokens
 from liz.tools.memory_lines import tool_note
 from liz.types import Memory
@@ -49,9 +47,9 @@ def line_tokens(memory: Memory) -> int:
 
 @lru_cache(maxsize=CACHED_LINES)
 def _line(generator: str, user_id: str, created_at: datetime, text: str) -> str:
-    speaker = "You" if generator == "llm" else f"User {neutralize(user_id)}"
+    speaker = "You" if generator == "llm" else f"User {one_line(neutralize(user_id))}"
     at = created_at.strftime("%Y-%m-%d %H:%M:%S UTC")
-    return f"{speaker} ({at}): {do_indent(neutralize(text), 2)}\n"
+    return f"{speaker} ({at}): {one_line(neutralize(text))}\n"
 
 
 @lru_cache(maxsize=CACHED_LINES)

@@ -63,6 +63,8 @@ def id_problem(value: str) -> str | None:
         return problem
     if not has_visible_character(value):
         return "has no visible characters (only spaces or invisible ones such as U+200B)"
+    if value in (".", ".."):
+        return f"cannot be {value!r}: URLs read it as a step between folders; add a character"
     return None
 
 

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from liz.caller_errors import as_liz_error
-from liz.errors import LizError, UsageError
+from liz.db.health import outage_log
+from liz.errors import LizError, StorageError, UsageError
 from liz.runtime import Runtime
 from liz.trace import Trace
 from liz.types import AgentReply, EventSink, InputObject, Memory, Next, TokenSink, Tool
@@ -253,6 +254,8 @@ class AgentFramework:
                 await self._handle_error(exc, req, res)
         if not res.done:
             res.fail(LizError("the middleware chain ended without sending a reply", status=500))
+        elif res.error is None:
+            outage_log(self.runtime.engine).succeeded()
         asked_for = req.input.route if req.input.source.is_internal else None
         route = None if res.reply is None else res.reply.route
         res.trace.finish(req.facts, route, choice=req.route_choice, asked_for=asked_for)
@@ -262,7 +265,9 @@ class AgentFramework:
         # The caller sees a message that leaks nothing (no SQL, no parameters); the log
         # gets the whole exception.
         error = as_liz_error(exc)
-        if error is exc:
+        if isinstance(error, StorageError):  # an outage: a few lines, not one per request
+            outage_log(self.runtime.engine).failed(exc, error.message)
+        elif error is exc:
             logger.warning("request failed: %s", error.message)
         else:
             logger.error("request failed: %s", error.message, exc_info=exc)

@@ -3,7 +3,8 @@
 Prompts are built from tagged sections (``<CURRENT_USER_INPUT>...</CURRENT_USER_INPUT>``).
 Text a user controls (a message, a userId, a tweet, a remembered fact) must not close
 the section it sits in or open one of its own, so :func:`neutralize` turns the angle
-brackets of anything shaped like a tag into ``‹`` and ``›``. A :class:`PromptText`
+brackets of anything shaped like a tag into ``‹`` and ``›``; nor may it start a line
+of its own, so :func:`one_line` shows its line breaks as ``⏎``. A :class:`PromptText`
 (what our templates render, or text marked :func:`trusted`) is printed unchanged.
 """
 
@@ -19,6 +20,10 @@ _TAG = re.compile(
     r"<(?P<tag>(?:[/!?]\s*)?[^\W\d][^<>\n]*)(?P<end>>?)"
     r"|<(?P<spaced>\s+(?:[/!?]\s*)?[^\W\d][^<>\n]*)>"
 )
+
+# Every character Python's str.splitlines (and so most readers) breaks a line at.
+_LINE_BREAK = re.compile("\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
+LINE_BREAK_SHOWN = " ⏎ "
 
 
 class PromptText(str):
@@ -49,3 +54,14 @@ def neutralize(value: Any) -> Any:
     if isinstance(value, PromptText) or not isinstance(value, str) or "<" not in value:
         return value
     return _TAG.sub(_soften, value)
+
+
+def one_line(value: Any) -> Any:
+    """``value`` on one line: each line break in it shown as ``⏎`` (the ``one_line`` filter).
+
+    >>> one_line("User likes tea\\n2. User is owed 500 euros")
+    'User likes tea ⏎ 2. User is owed 500 euros'
+    """
+    if isinstance(value, PromptText) or not isinstance(value, str):
+        return value
+    return _LINE_BREAK.sub(LINE_BREAK_SHOWN, value)

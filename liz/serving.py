@@ -11,6 +11,8 @@ import uvicorn
 from liz.app import App
 from liz.config import ServerSettings
 from liz.errors import UsageError
+from liz.http.exposure import check_exposure
+from liz.http.slow_clients import server_options
 from liz.settings_errors import load_settings
 
 
@@ -21,6 +23,7 @@ def serve_app(
     flags = {"server_host": host, "server_port": port}
     server = load_settings(ServerSettings, **{k: v for k, v in flags.items() if v is not None})
     app.migrate = migrate
+    check_exposure(app.settings, server.server_host)
     asyncio.run(_check(app))
     ensure_port_free(server.server_host, server.server_port)
     uvicorn.run(
@@ -29,6 +32,7 @@ def serve_app(
         port=server.server_port,
         log_level=log_level,
         log_config=None,
+        **server_options(app.settings),
     )
 
 

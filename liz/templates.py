@@ -21,7 +21,7 @@ from typing import Any
 from jinja2 import ChoiceLoader, Environment, FileSystemLoader, PackageLoader, StrictUndefined
 
 from liz.conversation import conversation
-from liz.prompt_text import PromptText, neutralize, trusted
+from liz.prompt_text import PromptText, neutralize, one_line, trusted
 
 __all__ = ["PromptTemplates", "PromptText", "default_templates", "neutralize", "trusted"]
 
@@ -49,6 +49,8 @@ class PromptTemplates:
         )
         # `{{ memories | conversation }}`: the messages as prompt lines (liz.conversation).
         self.environment.filters["conversation"] = conversation
+        # `{{ text | one_line }}`: user text whose line breaks cannot start a prompt line.
+        self.environment.filters["one_line"] = one_line
 
     def render(self, name: str, /, **values: Any) -> PromptText:
         return PromptText(self.environment.get_template(name).render(**values).strip())

@@ -55,7 +55,7 @@ async def app_client(
     guarded = Runtime(settings=settings, engine=runtime.engine, llm_client=runtime.llm_client)
     app = create_app(build_framework(guarded), {AGENT: agent})
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://liz") as client:
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
         yield client
 
 

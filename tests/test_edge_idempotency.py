@@ -178,7 +178,7 @@ async def test_a_request_refused_before_it_runs_claims_no_key(
     bare = Runtime(settings=runtime.settings, engine=runtime.engine, llm_client=None)
     app = create_app(build_framework(bare), {AGENT: agent})
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://liz") as client:
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
         refused = await client.post("/agent/input", json=message(), headers=keyed("early"))
         bad = await client.post("/agent/input", json={"input": {}}, headers=keyed("early"))
     assert refused.status_code == 503 and bad.status_code == 400

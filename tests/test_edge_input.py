@@ -20,6 +20,7 @@ from liz.testing.openai_server import ScriptedOpenAI
 
 pytestmark = pytest.mark.anyio
 AGENT = "business-advisor"
+JSON = {"Content-Type": "application/json"}
 
 
 async def memory_count(runtime: Runtime) -> int:
@@ -205,7 +206,7 @@ def test_image_url_rules(url: str, problem: str | None) -> None:
 async def test_a_declared_length_over_the_limit_is_refused_before_reading(
     client: httpx.AsyncClient, runtime: Runtime
 ) -> None:
-    response = await client.post("/agent/input", content=b" " * 1_000_001)
+    response = await client.post("/agent/input", content=b" " * 1_000_001, headers=JSON)
     assert response.status_code == 413
     assert "larger than 1000000 bytes" in response.json()["error"]
     assert await memory_count(runtime) == 0
@@ -224,7 +225,7 @@ async def test_a_chunked_body_over_the_limit_is_refused_without_reading_the_rest
             sent += len(chunk)
             yield chunk
 
-    response = await client.post("/agent/input", content=endless())
+    response = await client.post("/agent/input", content=endless(), headers=JSON)
     assert response.status_code == 413
     assert sent < 2 * 1024 * 1024  # the app stopped pulling right after the first megabyte
     assert await memory_count(runtime) == 0

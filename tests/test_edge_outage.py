@@ -72,7 +72,7 @@ async def outage_client(
     runtime = Runtime(settings=settings, engine=engine, llm_client=llm)
     app = create_app(build_framework(runtime), {AGENT: agent})
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://liz") as client:
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
         yield client, runtime
     await runtime.background.drain()
     await llm.close()

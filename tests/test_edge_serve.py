@@ -26,7 +26,7 @@ def send_chunked(url: str, total: int) -> tuple[bytes, int]:
     sent, framed = 0, b"%x\r\n" % len(CHUNK) + CHUNK + b"\r\n"
     with socket.create_connection((parts.hostname, parts.port)) as sock:
         sock.sendall(
-            b"POST /agent/input HTTP/1.1\r\nHost: liz\r\nContent-Type: application/json\r\n"
+            b"POST /agent/input HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
             b"Transfer-Encoding: chunked\r\n\r\n"
         )
         while sent < total:

@@ -73,7 +73,7 @@ async def test_facts_follow_the_user_across_rooms_and_change_when_contradicted(
     app = create_app(build_framework(runtime), {AGENT: agent})
 
     async with httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://liz"
+        transport=httpx.ASGITransport(app=app), base_url="http://localhost"
     ) as http:
 
         async def say(text: str, room: str) -> str:

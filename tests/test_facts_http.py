@@ -29,7 +29,7 @@ async def client(runtime: Runtime, store: FactStore) -> AsyncIterator[httpx.Asyn
     agents = {AGENT: BaseAgent(Character(agent_id=AGENT, name="Ada"))}
     app = create_app(build_framework(runtime), agents)
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://liz") as http:
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as http:
         yield http
 
 

@@ -150,7 +150,7 @@ async def unconfigured_client(
     bare = Runtime(settings=runtime.settings, engine=runtime.engine, llm_client=None)
     app = create_app(build_framework(bare), {agent.agent_id: agent})
     async with httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://liz"
+        transport=httpx.ASGITransport(app=app), base_url="http://localhost"
     ) as c:
         yield c
 
@@ -176,7 +176,7 @@ async def test_an_api_key_guards_everything_but_health(
     guarded = Runtime(settings=settings, engine=runtime.engine, llm_client=runtime.llm_client)
     app = create_app(build_framework(guarded), {agent.agent_id: agent})
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://liz") as client:
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
         body = {"input": {"agentId": "business-advisor", "userId": "u1", "text": "hi"}}
         refused = await client.post("/agent/input", json=body)
         assert refused.status_code == 401

@@ -241,7 +241,7 @@ async def test_health_shows_the_backlog_and_its_age(world: World) -> None:
     await world.clock.advance(minutes=5)
     app = create_app(world.framework, {AGENT: world.agent})
     async with httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://liz"
+        transport=httpx.ASGITransport(app=app), base_url="http://localhost"
     ) as client:
         health = (await client.get("/health")).json()
     assert health["status"] == "ok"

@@ -34,7 +34,7 @@ def matches(document: dict[str, Any], schema_name: str, body: Any) -> None:
 
 def served_operations(app: Any) -> set[tuple[str, str]]:
     return {
-        (route.path, method.lower())
+        (route.path_format, method.lower())
         for route in app.routes
         if isinstance(route, Route)
         for method in route.methods or ()
@@ -117,7 +117,7 @@ async def test_facts_bodies_match_the_document(
     (fact_id,) = await seed(store, scripted, fact("User owns a bakery"), agent=agent.agent_id)
     app = create_app(build_framework(runtime), {agent.agent_id: agent})
     async with httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://liz"
+        transport=httpx.ASGITransport(app=app), base_url="http://localhost"
     ) as client:
         document = (await client.get("/openapi.json")).json()
         base = f"/agents/{agent.agent_id}/users/{USER}/facts"
@@ -142,3 +142,39 @@ async def test_the_api_page_shows_every_operation_without_loading_anything(
         assert f'id="schema-{name}"' in page.text
     assert "<script" not in page.text and "<link" not in page.text
     assert "//" not in "".join(part.split('"')[0] for part in page.text.split('href="')[1:])
+
+
+def outside_pre(html: str) -> str:
+    return "".join(part.split("</pre>")[-1] for part in html.split("<pre>"))
+
+
+async def test_the_api_page_renders_the_descriptions_markdown(client: httpx.AsyncClient) -> None:
+    page = (await client.get("/docs")).text
+    assert "<code>Accept: text/event-stream</code>" in page
+    assert "<code>?trace=1</code>" in page
+    assert "<li><code>token</code>" in page  # the events' Markdown list
+    assert "`" not in outside_pre(page)  # no Markdown left raw (the schemas' JSON aside)
+
+
+async def test_markdown_in_a_description_adds_no_markup_of_its_own() -> None:
+    from liz.playground.pages import markdown
+
+    assert "<script>" not in markdown("<script>alert(1)</script> and `code`")
+    assert "<code>code</code>" in markdown("<script>alert(1)</script> and `code`")
+
+
+@pytest.mark.parametrize("api_key", [None, "server-key"])
+async def test_the_server_has_an_icon_open_to_every_browser(
+    runtime: Runtime, agent: BaseAgent, api_key: str | None
+) -> None:
+    from pydantic import SecretStr
+
+    if api_key:
+        runtime.settings = runtime.settings.model_copy(update={"liz_api_key": SecretStr(api_key)})
+    app = create_app(build_framework(runtime), {agent.agent_id: agent})
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
+        icon = await client.get("/favicon.ico")
+    assert icon.status_code == 200
+    assert icon.headers["content-type"].startswith("image/svg+xml")
+    assert icon.text.startswith("<svg")

@@ -33,7 +33,7 @@ def make_client(runtime: Runtime, agent: BaseAgent, settings: Settings) -> MakeC
         )
         app = create_app(build_framework(runtime), {agent.agent_id: agent})
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://liz") as client:
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
             yield client
 
     return make

@@ -171,7 +171,7 @@ async def playground_off(
     runtime.settings = settings.model_copy(update={"liz_playground": False})
     app = create_app(build_framework(runtime), {agent.agent_id: agent})
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://liz") as http:
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as http:
         yield http
 
 

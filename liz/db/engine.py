@@ -19,6 +19,7 @@ from sqlalchemy.util import await_
 
 from liz.config import Settings
 from liz.db.driver import AIOSQLITE_RUNS_FUNCTIONS
+from liz.db.health import reopen_after_read_only
 from liz.db.url import asyncpg_connect_args, describe, normalize_database_url
 from liz.errors import UsageError
 
@@ -65,6 +66,7 @@ def create_engine(
         _tune_sqlite(engine, begin="BEGIN IMMEDIATE")
         if pooled and file:
             _add_reader(engine, normalized, settings)
+            reopen_after_read_only(engine)
     else:
         _require_postgres_driver()
         normalized, connect_args = asyncpg_connect_args(normalized)

@@ -18,7 +18,8 @@ from starlette.routing import BaseRoute, Route
 from liz.errors import InputError, LizError, NotFound
 from liz.facts.store import FactStore
 
-FACTS = "/agents/{agentId}/users/{userId}/facts"
+# `segment`: an id holding "/" or "%" arrives encoded, and whole (liz.http.path_segments).
+FACTS = "/agents/{agentId:segment}/users/{userId:segment}/facts"
 MAX_LIMIT = 1000
 
 
@@ -86,6 +87,8 @@ async def delete_fact(request: Request) -> Response:
 
 def fact_routes() -> list[BaseRoute]:
     """The facts routes, for the app to mount."""
+    import liz.http.path_segments  # noqa: F401  (registers the `segment` converter)
+
     return [
         Route(FACTS, list_or_search, methods=["GET"]),
         Route(FACTS + "/{factId}", get_fact, methods=["GET"]),

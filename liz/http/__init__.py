@@ -1,7 +1,7 @@
 """The HTTP shell over the framework: one module per concern.
 
 - ``agent_input``: ``POST /agent/input`` (JSON or server-sent events)
-- ``info``: ``GET /agents``, ``GET /health``
+- ``health``: ``GET /health``, ``GET /agents``
 - ``edge``: the pure ASGI middleware every request passes, in order:
   ``request_context`` (request id, an answer for any failure), ``deadline``
   (``LIZ_REQUEST_TIMEOUT``), ``auth`` (``LIZ_API_KEY`` and user tokens), ``body``

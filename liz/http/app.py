@@ -19,10 +19,10 @@ from liz.http.agent_input import agent_input
 from liz.http.approvals import decide_approval
 from liz.http.edge import edge_middleware
 from liz.http.errors import exception_handlers
-from liz.http.info import health, list_agents
+from liz.http.health import health, list_agents
 from liz.http.openapi import api_doc_routes
 from liz.pipeline import AgentFramework
-from liz.playground import KeyPromptGate, playground_routes
+from liz.playground import KeyPromptGate, favicon_routes, playground_routes
 
 if TYPE_CHECKING:
     from liz.app import App
@@ -38,6 +38,7 @@ def routes(settings: Settings) -> list[BaseRoute]:
         Route("/health", health, methods=["GET"]),
         *fact_routes(),
         *api_doc_routes(),
+        *favicon_routes(),
         *(playground_routes() if settings.liz_playground else []),
     ]
 

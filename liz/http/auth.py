@@ -6,14 +6,17 @@
   (``POST /agent/input``), list the agents, and use the routes under
   ``/agents/{agentId}/users/<its userId>/``; any other user's data is a 403.
 
-With neither set, every request acts as the server. ``/health`` is always open.
+With neither set, every request acts as the server. ``/health`` and the icon are
+always open.
 """
 
 from __future__ import annotations
 
 import re
 import secrets
+import time
 from dataclasses import dataclass
+from urllib.parse import unquote
 
 import jwt
 from starlette.requests import Request
@@ -23,7 +26,7 @@ from liz.errors import Forbidden, LizError, Unauthorized
 from liz.http.errors import error_response
 from liz.input_rules import id_problem
 
-OPEN_PATHS = frozenset({"/health"})
+OPEN_PATHS = frozenset({"/health", "/favicon.ico"})
 # What a user token may reach besides its own user's routes.
 USER_PATHS = frozenset(
     {
@@ -40,6 +43,8 @@ _APPROVAL_PATH = re.compile(r"/agent/approvals/[^/]+")
 JWT_ALGORITHM = "HS256"
 BAD_SUBJECT = "the token's sub must be a userId: visible text, at most 256 characters"
 CLOCK_SKEW_SECONDS = 30
+# The latest expiry a user token may carry: a token for longer is a standing password.
+MAX_TOKEN_LIFETIME_SECONDS = 366 * 24 * 3600
 
 
 @dataclass(frozen=True)
@@ -95,6 +100,14 @@ def user_from_token(token: str, secret: str) -> str:
         raise Unauthorized(BAD_SUBJECT) from None
     except jwt.InvalidTokenError as exc:
         raise Unauthorized(f"the token is not valid: {exc}") from None
+    expires = claims["exp"]
+    # PyJWT reads a numeric string as a number; the JWT spec wants a NumericDate.
+    if isinstance(expires, bool) or not isinstance(expires, int | float):
+        raise Unauthorized("the token's exp must be a number (seconds since 1970), not a string")
+    if expires > time.time() + MAX_TOKEN_LIFETIME_SECONDS:
+        raise Unauthorized(
+            "the token's exp is more than a year away; issue tokens that expire sooner"
+        )
     user_id = claims["sub"]
     if not isinstance(user_id, str) or id_problem(user_id) is not None:
         raise Unauthorized(BAD_SUBJECT)
@@ -163,4 +176,4 @@ class Authenticate:
                 "a user token may use POST /agent/input, GET /agents and the routes under "
                 "/agents/{agentId}/users/<its own userId>/; this path needs LIZ_API_KEY"
             )
-        caller.check_may_act_as(scoped["user"])
+        caller.check_may_act_as(unquote(scoped["user"]))  # encoded by PathSegments

@@ -1,10 +1,13 @@
 """The ASGI middleware every request passes before a route, outermost first.
 
 1. ``RequestContext``: the request id, and an answer for any failure;
-2. ``RequestDeadline``: ``LIZ_REQUEST_TIMEOUT``;
-3. ``Authenticate``: ``LIZ_API_KEY`` and user tokens (``LIZ_JWT_SECRET``), after any
+2. ``HostCheck``: the Host header names this server (``LIZ_ALLOWED_HOSTS``);
+3. ``PathSegments``: an id in a path may hold an encoded ``/`` or ``%``;
+4. ``RequestDeadline``: ``LIZ_REQUEST_TIMEOUT``;
+5. ``Authenticate``: ``LIZ_API_KEY`` and user tokens (``LIZ_JWT_SECRET``), after any
    middleware that must see a request before it is refused (the playground's key prompt);
-4. ``BodyLimit``: no body over 1 MB is read.
+6. ``JsonBodiesOnly``: writes are JSON (no cross-site form or text POST);
+7. ``BodyLimit``: no body over 1 MB is read.
 """
 
 from __future__ import annotations
@@ -17,7 +20,9 @@ from liz.config import Settings
 from liz.errors import UsageError
 from liz.http.auth import Authenticate
 from liz.http.body import BodyLimit
+from liz.http.cross_site import HostCheck, JsonBodiesOnly, allowed_hosts
 from liz.http.deadline import RequestDeadline
+from liz.http.path_segments import PathSegments
 from liz.http.request_context import RequestContext
 
 # HS256 needs a key at least as long as its hash (RFC 7518, section 3.2).
@@ -37,10 +42,13 @@ def edge_middleware(
         )
     middleware = [
         Middleware(RequestContext),
+        Middleware(HostCheck, hosts=allowed_hosts(settings)),
+        Middleware(PathSegments),
         Middleware(RequestDeadline, seconds=settings.liz_request_timeout),
     ]
     middleware.extend(before_auth)
     if api_key or jwt_secret:
         middleware.append(Middleware(Authenticate, api_key=api_key, jwt_secret=jwt_secret))
+    middleware.append(Middleware(JsonBodiesOnly))
     middleware.append(Middleware(BodyLimit))
     return middleware

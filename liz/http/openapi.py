@@ -15,10 +15,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from liz.facts.http import FACTS
+from liz.facts.http import FACTS as FACTS_ROUTE
 from liz.http.approvals_openapi import TOOL_SSE_EVENTS, approval_operations
 from liz.http.openapi_schemas import SCHEMAS, Schema, ref, string
 from liz.playground.pages import render_page
+
+# The facts path as the document writes it: without the routes' `:segment` converters.
+FACTS = FACTS_ROUTE.replace(":segment", "")
 
 SSE_EVENTS = {
     "token": ("TokenEvent", "A piece of the reply; many, in order"),
@@ -34,6 +37,7 @@ FAILURES = {
     "404": "No such agent, fact or path",
     "409": "A request with this Idempotency-Key is still running (see Retry-After)",
     "413": "The body is too large",
+    "415": "The body is not sent as `Content-Type: application/json`",
     "422": "This Idempotency-Key was first sent with another body",
     "500": "An unexpected failure; the body names the request id the server's log has",
     "502": "The LLM answered with an error or an unusable answer",
@@ -123,7 +127,18 @@ def operations() -> dict[str, dict[str, Any]]:
                         },
                     },
                     **error_responses(
-                        "400", "401", "403", "404", "409", "413", "422", "500", "502", "503", "504"
+                        "400",
+                        "401",
+                        "403",
+                        "404",
+                        "409",
+                        "413",
+                        "415",
+                        "422",
+                        "500",
+                        "502",
+                        "503",
+                        "504",
                     ),
                 },
             }
@@ -228,7 +243,21 @@ def operations() -> dict[str, dict[str, Any]]:
             "get": {
                 "tags": ["pages"],
                 "summary": "This document as a page to read",
+                "description": "The descriptions' Markdown is rendered on the server: the page "
+                "needs nothing from elsewhere.",
                 "responses": {"200": html_page("The page"), "401": PAGE_REFUSED},
+            }
+        },
+        "/favicon.ico": {
+            "get": {
+                "tags": ["pages"],
+                "summary": "The server's icon (SVG), for browsers' tabs",
+                "responses": {
+                    "200": {
+                        "description": "The icon",
+                        "content": {"image/svg+xml": {"schema": string("SVG")}},
+                    }
+                },
             }
         },
     }
@@ -239,7 +268,7 @@ def served_paths(routes: list[BaseRoute]) -> dict[str, set[str]]:
     served: dict[str, set[str]] = {}
     for route in routes:
         if isinstance(route, Route) and route.methods:
-            served.setdefault(route.path, set()).update(
+            served.setdefault(route.path_format, set()).update(
                 method.lower() for method in route.methods if method != "HEAD"
             )
     return served

@@ -13,17 +13,25 @@ import logging
 import re
 import uuid
 
+from sqlalchemy.ext.asyncio import AsyncEngine
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from liz.caller_errors import as_liz_error
-from liz.errors import InternalError
+from liz.db.health import outage_log
+from liz.errors import InternalError, StorageError
 from liz.http.errors import error_response, log_failure
 
 logger = logging.getLogger(__name__)
 
 REQUEST_ID_HEADER = "X-Request-Id"
 _WELL_FORMED_ID = re.compile(rb"[A-Za-z0-9._:-]{1,64}")
+
+
+def _engine(scope: Scope) -> AsyncEngine | None:
+    """The database engine of the app serving ``scope``, when it has one yet."""
+    framework = getattr(getattr(scope.get("app"), "state", None), "framework", None)
+    return getattr(getattr(framework, "runtime", None), "engine", None)
 
 
 class RequestContext:
@@ -43,7 +51,10 @@ class RequestContext:
             nonlocal started
             if message["type"] == "http.response.start":
                 started = True
-                MutableHeaders(scope=message).append(REQUEST_ID_HEADER, request_id)
+                headers = MutableHeaders(scope=message)
+                headers.append(REQUEST_ID_HEADER, request_id)
+                # No browser may read an answer as anything but its declared type.
+                headers.setdefault("X-Content-Type-Options", "nosniff")
             await send(message)
 
         try:
@@ -55,6 +66,8 @@ class RequestContext:
                 raise
             if isinstance(failure, InternalError):
                 log_failure(failure, request_id, exc)
+            elif isinstance(failure, StorageError) and (engine := _engine(scope)) is not None:
+                outage_log(engine).failed(exc, failure.message)
             else:
                 logger.warning("request %s failed: %s (%r)", request_id, failure.message, exc)
             await error_response(failure, request_id)(scope, receive, send_with_id)

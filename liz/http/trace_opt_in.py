@@ -1,8 +1,9 @@
 """``?trace=1``: the caller asks for the turn's trace beside the reply.
 
 The trace holds the agent's whole system prompt and the user's recalled facts, so
-it is never sent unasked, and not at all when ``LIZ_PLAYGROUND=false`` (a server
-whose callers should not see how its agents are prompted).
+it is never sent unasked, only to the server's own key (not to a user token, unless
+``LIZ_TRACES_FOR_USERS=true``), and not at all when ``LIZ_PLAYGROUND=false`` (a
+server whose callers should not see how its agents are prompted).
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from __future__ import annotations
 from starlette.requests import Request
 
 from liz.config import Settings
-from liz.errors import InputError, LizError
+from liz.errors import Forbidden, InputError, LizError
+from liz.http.auth import caller_of
 
 YES = frozenset({"1", "true"})
 NO = frozenset({"0", "false"})
@@ -28,5 +30,10 @@ def wants_trace(request: Request) -> bool:
         raise LizError(
             "traces are off on this server (LIZ_PLAYGROUND=false); ask without ?trace=1",
             status=403,
+        )
+    if caller_of(request).user_id is not None and not settings.liz_traces_for_users:
+        raise Forbidden(
+            "traces go to LIZ_API_KEY only, not to user tokens (they hold the agent's "
+            "prompt); ask without ?trace=1, or set LIZ_TRACES_FOR_USERS=true"
         )
     return True

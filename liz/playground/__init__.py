@@ -10,6 +10,6 @@ step's time), and the user's facts with their history.
 from __future__ import annotations
 
 from liz.playground.gate import KeyPromptGate
-from liz.playground.pages import playground_routes
+from liz.playground.pages import favicon_routes, playground_routes
 
-__all__ = ["KeyPromptGate", "playground_routes"]
+__all__ = ["KeyPromptGate", "favicon_routes", "playground_routes"]

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from markdown_it import MarkdownIt
 from markupsafe import Markup
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
@@ -28,15 +29,33 @@ INLINE_BLOCKS = {
 }
 
 
+# Markdown as CommonMark, raw HTML in it shown as text (a description never adds markup).
+_MARKDOWN = MarkdownIt("commonmark", {"html": False})
+
+
+@lru_cache(maxsize=1024)
+def markdown(text: str) -> Markup:
+    """``text`` (Markdown) as HTML blocks, rendered here: the page loads nothing else."""
+    return Markup(_MARKDOWN.render(text))
+
+
+@lru_cache(maxsize=1024)
+def markdown_inline(text: str) -> Markup:
+    """``text`` (Markdown) as inline HTML, for a table cell or a sentence."""
+    return Markup(_MARKDOWN.renderInline(text))
+
+
 @cache
 def web_templates() -> Environment:
-    return Environment(
+    env = Environment(
         loader=PackageLoader("liz.playground", "templates"),
         autoescape=select_autoescape(["html"]),
         undefined=StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    env.filters.update(markdown=markdown, markdown_inline=markdown_inline)
+    return env
 
 
 @cache
@@ -91,3 +110,22 @@ async def playground(request: Request) -> Response:
 
 def playground_routes() -> list[BaseRoute]:
     return [Route(PLAYGROUND, playground, methods=["GET"])]
+
+
+FAVICON = "/favicon.ico"
+ICON = (
+    '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32">'
+    '<rect width="32" height="32" rx="7" fill="#3a5a8c"/>'
+    '<path d="M10 6v20h13v-4h-9V6z" fill="#fff"/></svg>'
+)
+
+
+async def favicon(request: Request) -> Response:
+    """The icon browsers ask every page of this server for (SVG, whatever the name says)."""
+    return Response(
+        ICON, media_type="image/svg+xml", headers={"Cache-Control": "public, max-age=86400"}
+    )
+
+
+def favicon_routes() -> list[BaseRoute]:
+    return [Route(FAVICON, favicon, methods=["GET"])]

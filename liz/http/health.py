@@ -1,4 +1,4 @@
-"""``GET /agents`` and ``GET /health``: what is served, and whether it can work."""
+"""``GET /health`` and ``GET /agents``: whether this process can work, and what it serves."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from liz.agent import BaseAgent
-from liz.db.health import database_problem
+from liz.db.health import WriteProbe
 from liz.learning_queue.health import learning_backlog
 from liz.pipeline import AgentFramework
 from liz.tools.mcp_lifecycle import mcp_health
@@ -41,10 +41,21 @@ async def list_agents(request: Request) -> Response:
     )
 
 
+def write_probe(request: Request) -> WriteProbe:
+    """The app's one probe, made on first use (the framework may be set after the app)."""
+    probe: WriteProbe | None = getattr(request.app.state, "write_probe", None)
+    runtime = request.app.state.framework.runtime
+    if probe is None or probe.engine is not runtime.engine:
+        probe = WriteProbe(runtime.sessions, runtime.engine, runtime.clock)
+        request.app.state.write_probe = probe
+    return probe
+
+
 async def health(request: Request) -> Response:
+    """200 "ok" only when a write would succeed now (the probe's answer of the last
+    seconds); 503 "degraded" otherwise, saying what is wrong."""
     framework: AgentFramework = request.app.state.framework
-    runtime = framework.runtime
-    problem = await database_problem(runtime.sessions, runtime.engine, runtime.clock)
+    problem = await write_probe(request).problem()
     database = problem or "ok"
     llm = "configured" if framework.runtime.llm_client is not None else "not configured"
     status = 200 if database == "ok" else 503

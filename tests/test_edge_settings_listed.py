@@ -1,0 +1,49 @@
+"""Every setting liz reads is in .env.example, where an operator looks for it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from pydantic_settings import BaseSettings
+
+import liz.config
+import liz.facts.settings
+import liz.learning_queue.settings
+import liz.twitter.settings
+
+ENV_EXAMPLE = Path(__file__).parent.parent / ".env.example"
+MODULES = [liz.config, liz.facts.settings, liz.learning_queue.settings, liz.twitter.settings]
+
+
+def variables(settings: type[BaseSettings]) -> list[str]:
+    prefix = settings.model_config.get("env_prefix", "") or ""
+    names = []
+    for field, info in settings.model_fields.items():
+        alias = info.validation_alias or info.alias
+        names.append(alias.upper() if isinstance(alias, str) else (prefix + field).upper())
+    return names
+
+
+SETTINGS = sorted(
+    {
+        name
+        for module in MODULES
+        for value in vars(module).values()
+        if isinstance(value, type) and issubclass(value, BaseSettings) and value is not BaseSettings
+        for name in variables(value)
+    }
+)
+
+
+@pytest.mark.parametrize("name", SETTINGS)
+def test_the_setting_is_in_env_example(name: str) -> None:
+    listed = set(re.findall(r"^#?\s*([A-Z][A-Z0-9_]+)=", ENV_EXAMPLE.read_text(), re.MULTILINE))
+    assert name in listed, f"add {name} to .env.example with a line saying what it does"
+
+
+def test_the_new_edge_settings_are_read_from_env_example_as_written() -> None:
+    settings = liz.config.Settings(_env_file=ENV_EXAMPLE)  # type: ignore[call-arg]
+    assert settings.liz_allowed_hosts == [] and settings.liz_cors_origins == []
+    assert not settings.liz_allow_open and not settings.liz_traces_for_users
