@@ -42,7 +42,7 @@ class Runtime:
     def __post_init__(self) -> None:
         self.sessions = make_sessionmaker(self.engine)
         self.reads = make_read_sessionmaker(self.engine)
-        self.learning = LearningWorker(self)
+        self.learning = LearningWorker(self, self.settings.learning)
 
     @property
     def llm(self) -> LLMClient:

@@ -9,7 +9,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 class LearningSettings(BaseSettings):
     """How this process works the queue of learning jobs."""
 
-    model_config = SettingsConfigDict(env_prefix="LIZ_LEARNING_", env_file=".env", extra="ignore")
+    model_config = SettingsConfigDict(
+        env_prefix="LIZ_LEARNING_", env_file=".env", extra="ignore", env_ignore_empty=True
+    )
 
     # Work the queue in this process (every liz process does unless told not to).
     worker: bool = True

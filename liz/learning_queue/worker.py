@@ -51,7 +51,6 @@ from liz.learning_queue.outcomes import (
 )
 from liz.learning_queue.settings import LearningSettings
 from liz.retry import retrying
-from liz.settings_errors import load_settings
 
 if TYPE_CHECKING:
     from liz.facts.store import FactStore
@@ -68,9 +67,9 @@ class AlreadyLearned(Exception):
 class LearningWorker:
     """Works the learning queue for one process; ``runtime.learning``."""
 
-    def __init__(self, runtime: Runtime, settings: LearningSettings | None = None) -> None:
+    def __init__(self, runtime: Runtime, settings: LearningSettings) -> None:
         self._runtime = runtime
-        self.settings = settings or load_settings(LearningSettings)
+        self.settings = settings
         # Names this worker in the claims it holds: host, process, and this run.
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._poller: asyncio.Task[None] | None = None
