@@ -80,4 +80,3 @@ def test_serve_refuses_a_bad_setting_before_it_says_it_is_running(
     assert says in result.stderr
     assert "running" not in (result.stdout + result.stderr).lower()
     assert value not in result.stderr or name != "LIZ_JWT_SECRET"  # a secret is never echoed
-
