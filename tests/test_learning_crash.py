@@ -172,3 +172,53 @@ def test_kill_9_then_restart_learns_every_stored_message_once(tmp_path: Path, ki
     after = facts_per_message(database)
     assert set(after) == set(before)
     assert all(count == 1 for count in after.values()), after  # each learned, once
+
+
+def test_after_a_kill_9_the_jobs_claimed_are_learned_within_a_minute_of_the_restart(
+    tmp_path: Path,
+) -> None:
+    # The default lease and poll: only the bound of the wait below is this test's own.
+    brain = HeldLearning()
+    server = ScriptedOpenAI()
+    server.respond_with(brain)
+    database = tmp_path / "liz.db"
+    with server.serve() as base_url:
+        env = {
+            "OPENAI_BASE_URL": base_url,
+            "OPENAI_API_KEY": "test",
+            "DATABASE_URL": f"file:{database}",
+            "LIZ_LLM_MAX_RETRIES": "0",
+            "LIZ_FACTS_RECONCILE_THRESHOLD": "0.99",
+        }
+        answered: list[str] = []
+        with serving(env, tmp_path) as (process, url):
+            send_burst(url, answered)
+            deadline = time.monotonic() + 60
+            while not claimed_jobs(database) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert claimed_jobs(database)  # the killed process holds claims
+            process.send_signal(signal.SIGKILL)
+            process.wait(timeout=30)
+        assert sorted(answered) == sorted(f"user-{n}" for n in range(USERS))
+
+        brain.held = False
+        with serving(env, tmp_path) as (_, url):
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                learning = httpx.get(f"{url}/health", timeout=5).json()["learning"]
+                if learning["pending"] == 0:
+                    break
+                time.sleep(0.2)
+            assert learning == {"pending": 0, "failed": 0, "oldestPendingSeconds": None}
+
+    after = facts_per_message(database)
+    assert len(after) == USERS
+    assert all(count == 1 for count in after.values()), after  # each learned, once
+
+
+def claimed_jobs(database: Path) -> int:
+    with sqlite3.connect(database) as db:
+        (count,) = db.execute(
+            'SELECT count(*) FROM "LearningJob" WHERE "claimedBy" IS NOT NULL'
+        ).fetchone()
+    return int(count)

@@ -28,8 +28,9 @@ class LearningSettings(BaseSettings):
     quiet_seconds: float = Field(default=0.05, ge=0)
     # ...but waits no longer than this for such a lull (seconds; 0: it never waits).
     max_defer_seconds: float = Field(default=5.0, ge=0)
-    # A worker's claim on a job; when it runs out (the process died), another takes over.
-    lease_seconds: float = Field(default=300.0, gt=0)
+    # A worker's claim on a job, renewed every third of it while the work goes on; when
+    # it runs out (the process died), another takes over.
+    lease_seconds: float = Field(default=30.0, gt=0)
     # A message whose reply never came (the process died mid-request) is learned from
     # alone after this long.
     reply_wait_seconds: float = Field(default=300.0, ge=0)
