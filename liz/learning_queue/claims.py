@@ -24,6 +24,7 @@ from liz.learning_queue import jobs
 from liz.learning_queue.jobs import Job
 from liz.learning_queue.outcomes import describe, is_server_error, next_try, worth_retrying
 from liz.learning_queue.settings import LearningSettings
+from liz.learning_queue.work import messages
 from liz.types import Clock
 
 logger = logging.getLogger(__name__)
@@ -90,7 +91,9 @@ class Claims:
                 if not await self.renew(claimed):
                     return  # done, or taken over: the try finds out when it commits
             except Exception as exc:  # the claim may run out; the try goes on
-                logger.warning("learning: cannot renew the claims on %s: %s", claimed, exc)
+                logger.warning(
+                    "learning: cannot renew the claims on %s: %s", messages(claimed), exc
+                )
 
     async def release_dead(self) -> int:
         """Give back the claims held by processes of this host that are gone."""
