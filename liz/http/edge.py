@@ -24,6 +24,7 @@ from liz.http.cross_site import HostCheck, JsonBodiesOnly, allowed_hosts
 from liz.http.deadline import RequestDeadline
 from liz.http.path_segments import PathSegments
 from liz.http.request_context import RequestContext
+from liz.observe.asgi import ServerSpan
 
 # HS256 needs a key at least as long as its hash (RFC 7518, section 3.2).
 MIN_JWT_SECRET_BYTES = 32
@@ -41,6 +42,7 @@ def edge_middleware(
             "python -c 'import secrets; print(secrets.token_urlsafe(48))'"
         )
     middleware = [
+        Middleware(ServerSpan),  # the request's trace (liz.observe), outside the request id
         Middleware(RequestContext),
         Middleware(HostCheck, hosts=allowed_hosts(settings)),
         Middleware(PathSegments),

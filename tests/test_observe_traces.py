@@ -1,0 +1,161 @@
+"""One turn's OpenTelemetry trace, as a collector receives it over OTLP/HTTP.
+
+A real receiver (tests/otlp_receiver.py) is the exporter's endpoint; the turn runs over
+the HTTP app against the scripted model, with facts on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from liz.agent import BaseAgent
+from liz.bootstrap import build_framework, open_runtime
+from liz.config import Settings
+from liz.http import create_app
+from liz.observe.tracing import configure_tracing
+from liz.pipeline import AgentFramework, AgentRequest, AgentResponse
+from liz.testing.scripted_model import scripted_model
+from liz.types import Next
+from tests.fixtures.facts import fact_settings
+from tests.otlp_receiver import Receiver, otlp_receiver
+
+pytestmark = pytest.mark.anyio
+
+AGENT = "business-advisor"
+SECRET = "my cat is called Zanzibar"
+INCOMING_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
+TRACEPARENT = f"00-{INCOMING_TRACE}-00f067aa0ba902b7-01"
+
+
+@pytest.fixture
+def receiver(monkeypatch: pytest.MonkeyPatch) -> Iterator[Receiver]:
+    with otlp_receiver() as receiver:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url)
+        monkeypatch.setenv("OTEL_SERVICE_NAME", "liz-under-test")
+        yield receiver
+    configure_tracing({})  # tracing off again for the tests after this one
+
+
+def message(text: str = SECRET) -> dict[str, Any]:
+    return {"input": {"agentId": AGENT, "userId": "ann", "text": text}}
+
+
+async def one_turn(
+    settings: Settings,
+    agent: BaseAgent,
+    *,
+    headers: dict[str, str] | None = None,
+    broken: bool = False,
+) -> httpx.Response:
+    llm = scripted_model().llm_client()
+    async with open_runtime(settings, llm_client=llm, fact_settings=fact_settings()) as runtime:
+        framework: AgentFramework = build_framework(runtime)
+        if broken:
+            framework.use(_broken)
+        app = create_app(framework, {agent.agent_id: agent})
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
+            response = await client.post("/agent/input", json=message(), headers=headers or {})
+    await llm.close()
+    return response  # leaving open_runtime exported every span
+
+
+async def _broken(req: AgentRequest, res: AgentResponse, next: Next) -> None:
+    raise RuntimeError("a bug in the user's own middleware")
+
+
+@pytest.fixture
+async def turn(receiver: Receiver, settings: Settings, agent: BaseAgent) -> AsyncIterator[Receiver]:
+    response = await one_turn(settings, agent, headers={"traceparent": TRACEPARENT})
+    assert response.status_code == 200
+    yield receiver
+
+
+async def test_one_turn_is_one_trace_continuing_the_callers_traceparent(turn: Receiver) -> None:
+    (server,) = turn.named("POST")
+    assert server.trace_id == INCOMING_TRACE
+    assert server.parent_id == "00f067aa0ba902b7"
+    assert server.service == "liz-under-test"
+    assert server.attributes["http.response.status_code"] == 200
+    (invoke,) = turn.named("invoke_agent")
+    assert invoke.parent_id == server.span_id
+    assert invoke.attributes["gen_ai.agent.id"] == AGENT
+    assert invoke.attributes["liz.route"] == "conversation"
+    assert invoke.attributes["liz.outcome"] == "reply"
+    own = [*turn.named("step "), *turn.named("chat scripted-large")]
+    assert {s.trace_id for s in own} == {INCOMING_TRACE}
+
+
+async def test_each_chain_step_is_a_span_nested_as_the_onion_runs(turn: Receiver) -> None:
+    (invoke,) = turn.named("invoke_agent")
+    steps = {s.name: s for s in turn.named("step ")}
+    assert {"step validate_input", "step recall_facts.recall", "step router"} <= steps.keys()
+    chain = [s for s in turn.children(invoke) if s.name.startswith("step ")]
+    assert [s.name for s in chain] == ["step validate_input"]
+    assert steps["step load_memories.load"].parent_id == steps["step validate_input"].span_id
+    # The reply's LLM call is the router step's child (the route runs inside it).
+    (reply,) = [s for s in turn.named("chat ") if s.attributes["liz.llm.purpose"] == "reply"]
+    assert reply.parent_id == steps["step router"].span_id
+    # Recalling facts embedded the input, as the recall step's child.
+    (search,) = turn.named("search_memory facts")
+    assert search.parent_id == steps["step recall_facts.recall"].span_id
+    assert search.attributes["gen_ai.operation.name"] == "search_memory"
+    (query_embedding,) = turn.children(search)
+    assert query_embedding.attributes["liz.llm.purpose"] == "embed"
+
+
+async def test_llm_calls_carry_the_genai_attributes_and_token_usage(turn: Receiver) -> None:
+    chats = turn.named("chat ")
+    purposes = {s.attributes["liz.llm.purpose"] for s in chats}
+    assert {"reply", "extract"} <= purposes
+    (reply,) = [s for s in chats if s.attributes["liz.llm.purpose"] == "reply"]
+    assert reply.kind == 3  # SPAN_KIND_CLIENT
+    assert reply.attributes["gen_ai.operation.name"] == "chat"
+    assert reply.attributes["gen_ai.request.model"] == "scripted-large"
+    assert reply.attributes["gen_ai.response.model"] == "scripted-large"
+    assert reply.attributes["gen_ai.usage.input_tokens"] > 0
+    assert reply.attributes["gen_ai.usage.output_tokens"] > 0
+    assert reply.attributes["gen_ai.response.finish_reasons"] == ["stop"]
+    embeds = turn.named("embeddings ")
+    assert embeds and all(s.attributes["liz.llm.purpose"] == "embed" for s in embeds)
+    assert all(s.attributes["gen_ai.usage.input_tokens"] > 0 for s in embeds)
+    # The turn's span sums its own calls: the reply and the recall's embedding.
+    (invoke,) = turn.named("invoke_agent")
+    own = [s for s in [*chats, *embeds] if s.trace_id == invoke.trace_id]
+    for direction in ("input", "output"):
+        key = f"gen_ai.usage.{direction}_tokens"
+        assert invoke.attributes[key] == sum(s.attributes[key] for s in own)
+
+
+async def test_no_message_content_is_recorded_by_default(turn: Receiver) -> None:
+    for received in turn.spans:
+        for value in received.attributes.values():
+            assert "Zanzibar" not in str(value), received.name
+        assert "gen_ai.input.messages" not in received.attributes
+
+
+async def test_message_content_is_recorded_when_the_environment_asks(
+    receiver: Receiver, settings: Settings, agent: BaseAgent, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
+    await one_turn(settings, agent)
+    (reply,) = [s for s in receiver.named("chat ") if s.attributes["liz.llm.purpose"] == "reply"]
+    assert "Zanzibar" in reply.attributes["gen_ai.input.messages"]
+    assert "gen_ai.output.messages" in reply.attributes
+
+
+async def test_a_500s_request_id_is_its_trace_id(
+    receiver: Receiver, settings: Settings, agent: BaseAgent
+) -> None:
+    response = await one_turn(settings, agent, broken=True)
+    assert response.status_code == 500
+    request_id = response.json()["requestId"]
+    (server,) = receiver.named("POST")
+    assert request_id == server.trace_id
+    assert server.status_code == 2  # STATUS_CODE_ERROR
+    (step,) = receiver.named("step _broken")
+    assert step.status_code == 2
