@@ -22,6 +22,7 @@ from liz.http.auth import Authenticate
 from liz.http.body import BodyLimit
 from liz.http.cross_site import HostCheck, JsonBodiesOnly, allowed_hosts
 from liz.http.deadline import RequestDeadline
+from liz.http.metrics import PublicMetrics
 from liz.http.path_segments import PathSegments
 from liz.http.request_context import RequestContext
 from liz.observe.asgi import ServerSpan
@@ -49,6 +50,8 @@ def edge_middleware(
         Middleware(RequestDeadline, seconds=settings.liz_request_timeout),
     ]
     middleware.extend(before_auth)
+    if settings.liz_metrics_public:
+        middleware.append(Middleware(PublicMetrics))
     if api_key or jwt_secret:
         middleware.append(Middleware(Authenticate, api_key=api_key, jwt_secret=jwt_secret))
     middleware.append(Middleware(JsonBodiesOnly))
