@@ -70,6 +70,8 @@ class Settings(BaseSettings):
     liz_metrics_public: bool = False
     # A JSON file of model prices over the default table (docs/observability.md).
     liz_price_table: str | None = None
+    # Log lines as readable text, or one JSON object each with trace and span ids.
+    liz_log_format: Literal["text", "json"] = "text"
 
     @field_validator("liz_cors_origins", "liz_allowed_hosts", mode="before")
     @classmethod

@@ -6,6 +6,9 @@ the HTTP app against the scripted model, with facts on.
 
 from __future__ import annotations
 
+import io
+import json
+import logging
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -15,7 +18,9 @@ import pytest
 from liz.agent import BaseAgent
 from liz.bootstrap import build_framework, open_runtime
 from liz.config import Settings
+from liz.errors import UsageError
 from liz.http import create_app
+from liz.observe.logs import log_formatter
 from liz.observe.tracing import configure_tracing
 from liz.pipeline import AgentFramework, AgentRequest, AgentResponse
 from liz.testing.scripted_model import scripted_model
@@ -159,3 +164,28 @@ async def test_a_500s_request_id_is_its_trace_id(
     assert server.status_code == 2  # STATUS_CODE_ERROR
     (step,) = receiver.named("step _broken")
     assert step.status_code == 2
+
+
+async def test_json_log_lines_carry_the_trace_and_span_ids(
+    receiver: Receiver, settings: Settings, agent: BaseAgent
+) -> None:
+    lines = io.StringIO()
+    handler = logging.StreamHandler(lines)
+    handler.setFormatter(log_formatter("json"))
+    logger = logging.getLogger("liz.pipeline")
+    logger.addHandler(handler)
+    try:
+        response = await one_turn(settings, agent, broken=True)
+    finally:
+        logger.removeHandler(handler)
+    (line,) = [json.loads(text) for text in lines.getvalue().splitlines()]
+    assert line["level"] == "ERROR" and line["logger"] == "liz.pipeline"
+    assert "a bug in the user's own middleware" in line["exception"]
+    assert line["trace_id"] == response.json()["requestId"]
+    (invoke,) = receiver.named("invoke_agent")
+    assert line["span_id"] == invoke.span_id
+
+
+def test_an_unknown_log_format_is_refused_with_the_choices() -> None:
+    with pytest.raises(UsageError, match="use text or json"):
+        log_formatter("yaml")
