@@ -189,3 +189,17 @@ async def test_json_log_lines_carry_the_trace_and_span_ids(
 def test_an_unknown_log_format_is_refused_with_the_choices() -> None:
     with pytest.raises(UsageError, match="use text or json"):
         log_formatter("yaml")
+
+
+async def test_the_learning_job_is_a_trace_of_its_own_linked_to_its_turn(turn: Receiver) -> None:
+    (learn,) = turn.named("learn facts")
+    assert learn.parent_id == ""  # a root: any process may learn the job, at any time
+    assert learn.trace_id != INCOMING_TRACE
+    (stored_by,) = turn.named("step create_memory")
+    assert learn.links == [(INCOMING_TRACE, stored_by.span_id)]
+    assert learn.attributes["liz.learning.jobs"] == 1
+    learned = [s for s in turn.spans if s.trace_id == learn.trace_id]
+    purposes = {s.attributes.get("liz.llm.purpose") for s in learned}
+    assert "extract" in purposes
+    (write,) = [s for s in learned if s.name == "update_memory facts"]
+    assert write.parent_id == learn.span_id

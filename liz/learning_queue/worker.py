@@ -50,6 +50,8 @@ from liz.learning_queue.outcomes import (
     worth_retrying,
 )
 from liz.learning_queue.settings import LearningSettings
+from liz.observe.learning import observe_learning
+from liz.observe.turns import store_learning_usage
 from liz.retry import retrying
 from liz.settings_errors import load_settings
 
@@ -351,16 +353,19 @@ class LearningWorker:
         ids = [job.id for job, _ in work]
         finish = ExtraStatement(jobs.finish_statement(ids), expected_rows=len(set(ids)))
         latest = work[-1][0]
-        try:
-            await facts.learn(
-                [Exchange(exchange, job.memory_id) for job, exchange in work],
-                latest.agent_id,
-                latest.user_id,
-                agent_name=latest.agent_name,
-                also=[finish],
-            )
-        except ExtraStatementMismatch as exc:
-            raise AlreadyLearned(_messages([job for job, _ in work])) from exc
+        queued_by = [job.traceparent for job, _ in work]
+        with observe_learning(latest.agent_id, queued_by, jobs=len(work)) as usage:
+            try:
+                await facts.learn(
+                    [Exchange(exchange, job.memory_id) for job, exchange in work],
+                    latest.agent_id,
+                    latest.user_id,
+                    agent_name=latest.agent_name,
+                    also=[finish],
+                )
+            except ExtraStatementMismatch as exc:
+                raise AlreadyLearned(_messages([job for job, _ in work])) from exc
+        await store_learning_usage(self._runtime, latest.agent_id, latest.user_id, usage)
 
     async def _failed(
         self,

@@ -60,16 +60,24 @@ def observe_turn(input: InputObject, agent_name: str) -> Iterator[ObservedTurn]:
 
 async def store_usage(runtime: Runtime, input: InputObject, usage: UsageMeter) -> None:
     """Add the turn's tokens to the usage table; a failure is logged, the reply still goes."""
+    await _store(runtime, input.agent_id, input.user_id, usage, "the turn's")
+
+
+async def store_learning_usage(
+    runtime: Runtime, agent_id: str, user_id: str, usage: UsageMeter
+) -> None:
+    """Add a learning job's tokens (extraction, reconcile, embeddings) to the usage table."""
+    await _store(runtime, agent_id, user_id, usage, "a learning job's")
+
+
+async def _store(
+    runtime: Runtime, agent_id: str, user_id: str, usage: UsageMeter, whose: str
+) -> None:
     if not usage.calls:
         return
     try:
         async with runtime.sessions.begin() as session:
-            await add_usage(
-                session,
-                usage.calls,
-                agent_id=input.agent_id,
-                user_id=input.user_id,
-                at=runtime.clock.now(),
-            )
+            at = runtime.clock.now()
+            await add_usage(session, usage.calls, agent_id=agent_id, user_id=user_id, at=at)
     except Exception as exc:
-        logger.warning("the turn's token usage was not stored: %r", exc)
+        logger.warning("%s token usage was not stored: %r", whose, exc)

@@ -1,4 +1,5 @@
-"""LLM token usage per agent, user, model, purpose and day (liz.db.usage).
+"""LLM token usage per agent, user, model, purpose and day (liz.db.usage), and the
+traceparent of the turn that queued each learning job (liz.observe.learning).
 
 Revision ID: 0014_usage
 Revises: 0013_tool_approvals
@@ -34,6 +35,11 @@ def upgrade() -> None:
         ),
     )
 
+    with op.batch_alter_table("LearningJob") as batch:
+        batch.add_column(sa.Column("traceparent", sa.Text(), nullable=True))
+
 
 def downgrade() -> None:
+    with op.batch_alter_table("LearningJob") as batch:
+        batch.drop_column("traceparent")
     op.drop_table("Usage")
