@@ -203,3 +203,27 @@ async def test_the_learning_job_is_a_trace_of_its_own_linked_to_its_turn(turn: R
     assert "extract" in purposes
     (write,) = [s for s in learned if s.name == "update_memory facts"]
     assert write.parent_id == learn.span_id
+
+
+def test_a_tool_call_is_a_span_of_the_turn(
+    receiver: Receiver, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from liz.testing.openai_server import ScriptedOpenAI, call_tool
+    from tests.test_tools_calls import clerk_with_orders
+    from tests.tools_world import say, served, tool_app
+
+    monkeypatch.setenv("LIZ_FACTS_ENABLED", "false")  # only the turn's own calls
+    scripted = ScriptedOpenAI()
+    scripted.reply(call_tool("order_status", {"order_id": "A1"}), "Your order A1 has shipped.")
+    with (
+        scripted.serve() as llm_url,
+        served(tool_app(clerk_with_orders([]), database_url, llm_url)) as client,
+    ):
+        assert client.post("/agent/input", json=say()).status_code == 200
+    (tool,) = receiver.named("execute_tool order_status")
+    assert tool.attributes["gen_ai.tool.name"] == "order_status"
+    assert tool.attributes["liz.tool.ok"] is True
+    (invoke,) = receiver.named("invoke_agent")
+    assert tool.trace_id == invoke.trace_id
+    chats = receiver.named("chat ")
+    assert len(chats) == 2 and all(c.trace_id == invoke.trace_id for c in chats)

@@ -35,7 +35,7 @@ LLM_TOKENS = Counter(
     ["model", "purpose", "direction"],
 )
 FACT_CHANGES = Counter("liz_fact_changes", "Facts learned, updated and retired.", ["change"])
-TWITTER_ACTIONS = Counter("liz_twitter_actions", "Twitter reads and posts.", ["action"])
+TWITTER_ACTIONS = Counter("liz_twitter_tweets", "Tweets the bot read and posted.", ["action"])
 LEARNING_BACKLOG = Gauge(
     "liz_learning_backlog_jobs",
     "Learning jobs waiting (read from the database when scraped).",
@@ -70,6 +70,12 @@ def fact_changes(learned: int = 0, updated: int = 0, retired: int = 0) -> None:
     for change, count in (("learned", learned), ("updated", updated), ("retired", retired)):
         if count:
             FACT_CHANGES.labels(change).inc(count)
+
+
+def twitter(action: str, count: int = 1) -> None:
+    """Tweets read (``read``) or posted (``post``)."""
+    if count:
+        TWITTER_ACTIONS.labels(action).inc(count)
 
 
 def watch_pool(engine: Any) -> None:
