@@ -10,12 +10,16 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from liz.agent import BaseAgent
+from liz.observe.metrics import exposition
 from liz.runtime import Runtime
 from liz.testing.openai_server import ScriptedOpenAI
 from liz.testing.openai_wire import word_count
 from liz.testing.scripted_model import answer
 from tests.test_edge_auth import API_KEY, bearer, message
 from tests.test_edge_traces import guarded_client
+from tests.test_twitter_bot import World, world
+
+__all__ = ["world"]
 
 pytestmark = pytest.mark.anyio
 
@@ -90,3 +94,21 @@ async def test_metrics_need_the_key_unless_made_public(
         assert response.status_code == 200
         assert "liz_learning_backlog_jobs" in response.text
         assert (await public.get("/usage")).status_code == 401
+
+
+def tweets(action: str) -> float:
+    found = text_string_to_metric_families(exposition()[0].decode())
+    for family in found:
+        for sample in family.samples:
+            if sample.name == "liz_twitter_tweets_total" and sample.labels == {"action": action}:
+                return sample.value
+    return 0.0
+
+
+async def test_the_bot_counts_the_tweets_it_reads_and_posts(world: World) -> None:
+    read, posted = tweets("read"), tweets("post")
+    world.x.tweet_as("bob", "@ada_bot which tea today?")
+    await world.start(world.bot())
+    assert [t.text for t in world.x.posts] == ["Thanks @bob, tea is good."]
+    assert tweets("read") - read == 1
+    assert tweets("post") - posted == 1
