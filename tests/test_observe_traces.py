@@ -227,3 +227,22 @@ def test_a_tool_call_is_a_span_of_the_turn(
     assert tool.trace_id == invoke.trace_id
     chats = receiver.named("chat ")
     assert len(chats) == 2 and all(c.trace_id == invoke.trace_id for c in chats)
+
+
+async def test_the_learning_jobs_tokens_are_in_the_usage_table(
+    turn: Receiver, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import anyio
+    from typer.testing import CliRunner
+
+    from liz.cli import app as cli
+
+    (extract,) = [s for s in turn.named("chat ") if s.attributes["liz.llm.purpose"] == "extract"]
+    monkeypatch.setenv("DATABASE_URL", settings.database_url)
+    result = await anyio.to_thread.run_sync(
+        lambda: CliRunner().invoke(cli, ["usage", "--by", "model"])
+    )
+    assert result.exit_code == 0, result.output
+    rows = {line.split()[0]: line.split() for line in result.output.splitlines()[1:]}
+    assert rows["scripted-small"][2] == str(extract.attributes["gen_ai.usage.input_tokens"])
+    assert rows["scripted-small"][3] == str(extract.attributes["gen_ai.usage.output_tokens"])

@@ -1,8 +1,9 @@
 """The ``Usage`` table: LLM tokens per agent, user, model, purpose and day.
 
-Each turn (and each learning job) adds its calls' tokens with one upsert per row, so a
-day's row holds running totals. Costs are not stored: the price table turns tokens into
-money when usage is read (liz.observe.prices), so a corrected price corrects the past.
+Each turn adds its calls' tokens in the transaction that stores its reply, a learning
+job after its facts are written, with one upsert per row: a day's row holds running
+totals. Costs are not stored: the price table turns tokens into money when usage is
+read (liz.observe.prices), so a corrected price corrects the past.
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ from datetime import datetime
 from typing import Any, Literal
 
 from sqlalchemy import Integer, Text, func, select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, mapped_column
 
+from liz.db.driver import Bound, Statement
 from liz.db.tables import Base
 from liz.observe.usage import CallUsage
 
@@ -36,15 +37,22 @@ class UsageRecord(Base):
     output_tokens: Mapped[int] = mapped_column("outputTokens", Integer)
 
 
-async def add_usage(
-    session: AsyncSession,
-    calls: Sequence[CallUsage],
-    *,
-    agent_id: str,
-    user_id: str,
-    at: datetime,
-) -> None:
-    """Add the calls' tokens to their day's rows (one statement per model and purpose)."""
+# The same SQL on SQLite and PostgreSQL: an upsert adding to the day's totals.
+_ADD = Statement.of(
+    'INSERT INTO "Usage" ("day", "agentId", "userId", "model", "purpose", "calls", '
+    '"inputTokens", "outputTokens") VALUES ({}, {}, {}, {}, {}, {}, {}, {}) '
+    'ON CONFLICT ("day", "agentId", "userId", "model", "purpose") DO UPDATE SET '
+    '"calls" = "Usage"."calls" + excluded."calls", '
+    '"inputTokens" = "Usage"."inputTokens" + excluded."inputTokens", '
+    '"outputTokens" = "Usage"."outputTokens" + excluded."outputTokens"'
+)
+
+
+def usage_statements(
+    calls: Sequence[CallUsage], *, agent_id: str, user_id: str, at: datetime
+) -> list[Bound]:
+    """The statements adding the calls' tokens to their day's rows, one per model and
+    purpose, for a transaction of the caller's (the turn's reply, a learning job)."""
     day = at.date().isoformat()
     totals: dict[tuple[str, str], list[int]] = {}
     for call in calls:
@@ -52,29 +60,10 @@ async def add_usage(
         row[0] += 1
         row[1] += call.input_tokens
         row[2] += call.output_tokens
-    dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite
-    table = UsageRecord.__table__
-    for (model, purpose), (count, tokens_in, tokens_out) in sorted(totals.items()):
-        insert = dialect.insert(table).values(
-            day=day,
-            agentId=agent_id,
-            userId=user_id,
-            model=model,
-            purpose=purpose,
-            calls=count,
-            inputTokens=tokens_in,
-            outputTokens=tokens_out,
-        )
-        await session.execute(
-            insert.on_conflict_do_update(
-                index_elements=["day", "agentId", "userId", "model", "purpose"],
-                set_={
-                    "calls": table.c.calls + insert.excluded.calls,
-                    "inputTokens": table.c.inputTokens + insert.excluded.inputTokens,
-                    "outputTokens": table.c.outputTokens + insert.excluded.outputTokens,
-                },
-            )
-        )
+    return [
+        _ADD.bind(day, agent_id, user_id, model, purpose, count, tokens_in, tokens_out)
+        for (model, purpose), (count, tokens_in, tokens_out) in sorted(totals.items())
+    ]
 
 
 GroupBy = Literal["agent", "user", "day", "model"]

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 
 from opentelemetry.trace import Span, Status, StatusCode
 
-from liz.db.usage import add_usage
+from liz.db.driver import connect
+from liz.db.usage import usage_statements
 from liz.observe import metrics
 from liz.observe.tracing import span
 from liz.observe.usage import UsageMeter
@@ -73,11 +74,14 @@ async def store_learning_usage(
 async def _store(
     runtime: Runtime, agent_id: str, user_id: str, usage: UsageMeter, whose: str
 ) -> None:
-    if not usage.calls:
+    calls = usage.unstored()
+    if not calls:
         return
+    at = runtime.clock.now()
     try:
-        async with runtime.sessions.begin() as session:
-            at = runtime.clock.now()
-            await add_usage(session, usage.calls, agent_id=agent_id, user_id=user_id, at=at)
+        async with connect(runtime.engine) as db:
+            await db.commit(*usage_statements(calls, agent_id=agent_id, user_id=user_id, at=at))
     except Exception as exc:
         logger.warning("%s token usage was not stored: %r", whose, exc)
+        return
+    usage.stored = len(usage.calls)

@@ -39,6 +39,7 @@ class UsageMeter:
     """The calls of one unit of work."""
 
     calls: list[CallUsage] = field(default_factory=list)
+    stored: int = 0  # the calls before this one are in the usage table already
     _open: bool = field(default=False, repr=False)
 
     @property
@@ -48,6 +49,10 @@ class UsageMeter:
     @property
     def output_tokens(self) -> int:
         return sum(call.output_tokens for call in self.calls)
+
+    def unstored(self) -> list[CallUsage]:
+        """The calls not yet in the usage table."""
+        return self.calls[self.stored :]
 
     def to_json_dict(self) -> dict[str, Any]:
         return {
