@@ -18,8 +18,12 @@ from prometheus_client import (
     Counter,
     Gauge,
     Histogram,
+    disable_created_metrics,
     generate_latest,
 )
+
+# No `_created` series beside each counter: they doubled what every scrape renders.
+disable_created_metrics()  # type: ignore[no-untyped-call]
 
 TURNS = Counter("liz_turns", "Turns by agent, route and status.", ["agent", "route", "status"])
 TURN_SECONDS = Histogram(
