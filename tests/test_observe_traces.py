@@ -246,3 +246,26 @@ async def test_the_learning_jobs_tokens_are_in_the_usage_table(
     rows = {line.split()[0]: line.split() for line in result.output.splitlines()[1:]}
     assert rows["scripted-small"][2] == str(extract.attributes["gen_ai.usage.input_tokens"])
     assert rows["scripted-small"][3] == str(extract.attributes["gen_ai.usage.output_tokens"])
+
+
+async def test_your_own_middlewares_spans_join_the_turns_trace(
+    receiver: Receiver, settings: Settings, agent: BaseAgent
+) -> None:
+    from opentelemetry import trace
+
+    async def enrich(req: AgentRequest, res: AgentResponse, next: Next) -> None:
+        with trace.get_tracer("my-agent").start_as_current_span("look up the customer"):
+            req.state["customer"] = "pro"
+        await next()
+
+    llm = scripted_model().llm_client()
+    async with open_runtime(settings, llm_client=llm, fact_settings=fact_settings()) as runtime:
+        framework = build_framework(runtime).use(enrich)
+        app = create_app(framework, {agent.agent_id: agent})
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
+            assert (await client.post("/agent/input", json=message())).status_code == 200
+    await llm.close()
+    (step,) = receiver.named("step test_your_own_middlewares_spans_join_the_turns_trace.enrich")
+    (own,) = receiver.named("look up the customer")
+    assert own.parent_id == step.span_id and own.trace_id == step.trace_id

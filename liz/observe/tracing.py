@@ -37,6 +37,7 @@ class _State:
     provider: TracerProvider | None = None
     capture_content = False
     signature: tuple[str, ...] | None = None
+    global_set = False
 
 
 _state = _State()
@@ -79,8 +80,44 @@ def configure_tracing(environ: Mapping[str, str] | None = None) -> bool:
     provider.add_span_processor(BatchSpanProcessor(_exporter(kind)))
     _state.provider = provider
     _state.tracer = provider.get_tracer("liz")
+    if not _state.global_set:
+        # Your own spans (opentelemetry.trace.get_tracer) join liz's traces. The API lets a
+        # process set its provider once: this one follows whatever liz is configured with.
+        trace.set_tracer_provider(_CurrentProvider())
+        _state.global_set = True
     logger.info("tracing on: spans exported by %s", kind)
     return True
+
+
+class _CurrentProvider(trace.TracerProvider):
+    """The API's global provider: tracers that use liz's provider of the moment."""
+
+    def get_tracer(
+        self,
+        instrumenting_module_name: str,
+        instrumenting_library_version: str | None = None,
+        schema_url: str | None = None,
+        attributes: Any = None,
+    ) -> Tracer:
+        given = (instrumenting_library_version, schema_url, attributes)
+        return _CurrentTracer(instrumenting_module_name, given, {})
+
+
+class _CurrentTracer(trace.Tracer):
+    def __init__(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        self._name, self._args, self._kwargs = name, args, kwargs
+
+    def _tracer(self) -> Tracer:
+        provider = _state.provider
+        if provider is None:
+            return trace.NoOpTracer()
+        return provider.get_tracer(self._name, *self._args, **self._kwargs)
+
+    def start_span(self, *args: Any, **kwargs: Any) -> Span:
+        return self._tracer().start_span(*args, **kwargs)
+
+    def start_as_current_span(self, *args: Any, **kwargs: Any) -> Any:
+        return self._tracer().start_as_current_span(*args, **kwargs)
 
 
 def _exporter(kind: str) -> SpanExporter:
