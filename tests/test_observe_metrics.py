@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -112,3 +116,21 @@ async def test_the_bot_counts_the_tweets_it_reads_and_posts(world: World) -> Non
     assert [t.text for t in world.x.posts] == ["Thanks @bob, tea is good."]
     assert tweets("read") - read == 1
     assert tweets("post") - posted == 1
+
+
+def test_several_worker_processes_expose_one_view(tmp_path: Path) -> None:
+    env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path)}
+    work = "from liz.observe import metrics; metrics.turn('clerk', 'conversation', 'ok', 0.2)"
+    for _ in range(2):  # two workers, each its own process
+        subprocess.run([sys.executable, "-c", work], env=env, check=True)
+    show = "from liz.observe import metrics; print(metrics.exposition()[0].decode())"
+    text = subprocess.run(
+        [sys.executable, "-c", show], env=env, check=True, capture_output=True, text=True
+    ).stdout
+    turns = {
+        tuple(sorted(sample.labels.items())): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == "liz_turns_total"
+    }
+    assert turns == {(("agent", "clerk"), ("route", "conversation"), ("status", "ok")): 2.0}
