@@ -4,24 +4,10 @@
     .venv/bin/python bench/memory.py --sizes 1000 --dims 256 --databases sqlite   # quick
     .venv/bin/python bench/memory.py --mem0-venv /tmp/mem0-venv       # keep mem0's venv
 
-The full run (256 and 1536 dimensions x 1k, 10k and 100k facts, mem0, SQLite and
-PostgreSQL) takes about 25 minutes on two cores, most of it filling PostgreSQL's
-HNSW index to 100k at 1536 dimensions, plus a minute to install mem0ai the first
-time; the quick run takes about 15 seconds.
-
-Both talk to the same scripted OpenAI-compatible server, in a process of its own over
-loopback, so embeddings cost both the same round trip (each through the openai SDK
-as it ships: liz's client made from settings, over the SDK's aiohttp transport;
-mem0's own, over the SDK's default one); both get the same facts, shaped
-as extraction writes them ("User's sister Mia lives in Oslo"), and the same queries,
-as people write them ("what should I cook for my sister tonight?"), all in one user's
-scope. mem0 (``pip install mem0ai`` into a throwaway venv this bench makes, telemetry
-off) runs in a subprocess with its embedded default vector store (Qdrant, local) and
-``infer=False``. The scope is filled in bulk, untimed; only the measured operations
-are timed: "store" is one fact added without an LLM (liz: ``apply`` of one add; mem0:
-``add(..., infer=False)``), "search" the ten best facts for a query. After each fill
-the fill's pages go to disk before the timing, for both (see settle); on PostgreSQL the
-bench also runs ``VACUUM ANALYZE``, as autovacuum would soon after.
+Both use the same scripted OpenAI-compatible server over loopback, the same facts
+(bench/memory_facts.py) and queries, in one user's scope; mem0 runs in a throwaway venv
+with its default local vector store and ``infer=False``. Fills are untimed; "store" is
+one fact added without an LLM, "search" the ten best facts for a query.
 """
 
 from __future__ import annotations
@@ -30,10 +16,8 @@ import argparse
 import asyncio
 import importlib
 import inspect
-import itertools
 import json
 import os
-import random
 import subprocess
 import sys
 import tempfile
@@ -45,6 +29,7 @@ from typing import Any
 
 import numpy as np
 from benchkit import markdown_table, new_postgres_database, p50_p95_ms, postgres_server
+from memory_facts import QUERIES, facts
 from openai import AsyncOpenAI
 from pydantic_settings import BaseSettings
 from scripted_server import scripted_server
@@ -62,112 +47,6 @@ SEED_BATCH = 2000
 STORES = 50  # measured stores per size
 SEARCHES = 100  # measured searches per size (fewer when one system is slow, see budget)
 SEARCH_BUDGET_S = 10.0
-
-RELATIONS = ("sister", "brother", "mother", "father", "friend", "colleague", "neighbour")
-RELATIONS += ("cousin", "partner", "daughter", "son", "boss")
-NAMES = [
-    "Mia",
-    "Ola",
-    "Sofia",
-    "Jonas",
-    "Aisha",
-    "Lucas",
-    "Emma",
-    "Noah",
-    "Lea",
-    "Omar",
-    "Ines",
-    "Kenji",
-    "Maya",
-    "Tariq",
-    "Elin",
-]
-NAMES += [
-    "Rosa",
-    "Ivan",
-    "Nora",
-    "Amir",
-    "Clara",
-    "Diego",
-    "Hana",
-    "Yusuf",
-    "Lina",
-    "Mateo",
-    "Zara",
-    "Felix",
-    "Anya",
-    "Theo",
-    "Sara",
-]
-NAMES += ["Pia", "Ravi", "Ida", "Kofi", "Vera", "Luis", "Mina", "Otto", "Leila", "Sven"]
-CITIES = [
-    "Oslo",
-    "Lisbon",
-    "Kyoto",
-    "Nairobi",
-    "Lima",
-    "Toronto",
-    "Prague",
-    "Hanoi",
-    "Dublin",
-    "Quito",
-    "Seoul",
-    "Porto",
-]
-CITIES += ["Bergen", "Lyon", "Austin", "Accra", "Tartu", "Cusco", "Malmo", "Split"]
-JOBS = ("nurse", "carpenter", "teacher", "pilot", "baker", "lawyer", "chef", "architect")
-JOBS += ("plumber", "journalist", "dentist", "farmer")
-FOODS = ("peanuts", "shellfish", "gluten", "lactose", "sesame", "kiwi", "eggs", "soy")
-LIKES = ("green tea", "sourdough", "ramen", "dark chocolate", "figs", "espresso", "curry")
-LIKES += ("tapas", "dumplings", "oat porridge")
-HOBBIES = ("tennis", "chess", "climbing", "the cello", "football", "bridge", "badminton")
-DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
-SUBJECTS = ("law", "medicine", "music", "physics", "design", "history", "nursing", "economics")
-MONTHS = ("January", "March", "May", "July", "September", "November")
-QUERIES = (
-    "what should I cook for my sister tonight?",
-    "any gift ideas for my brother's birthday?",
-    "is it worth visiting Oslo in winter?",
-    "how do I get ready for my tennis match on Saturday?",
-    "can you suggest a snack I can eat, given my allergies?",
-    "what do you remember about my mother?",
-    "my colleague is moving, where to again?",
-    "I need a restaurant for my partner and me, ideas?",
-    "what's a good present for a nurse?",
-    "remind me what my cousin does for a living",
-    "should I bring dumplings to the party?",
-    "who in my family lives in Lisbon?",
-    "plan a weekend trip to see my friend",
-    "what tea would I like?",
-    "help me write a card for my boss",
-    "when is my daughter's birthday?",
-)
-
-
-def facts(count: int) -> list[str]:
-    """``count`` distinct facts about one user, as extraction writes them, shuffled."""
-
-    def every() -> Iterator[str]:
-        for relation, name, city in itertools.product(RELATIONS, NAMES, CITIES):
-            yield f"User's {relation} {name} lives in {city}"
-        for relation, name, job in itertools.product(RELATIONS, NAMES, JOBS):
-            yield f"User's {relation} {name} works as a {job}"
-        for relation, name, month in itertools.product(RELATIONS, NAMES, MONTHS):
-            yield f"User's {relation} {name} has a birthday in {month}"
-        for relation, name, hobby, day in itertools.product(RELATIONS, NAMES, HOBBIES, DAYS):
-            yield f"User plays {hobby} with their {relation} {name} on {day}s"
-        for relation, name, food in itertools.product(RELATIONS, NAMES, FOODS):
-            yield f"User's {relation} {name} is allergic to {food}"
-        for relation, name, food in itertools.product(RELATIONS, NAMES, LIKES):
-            yield f"User's {relation} {name} loves {food}"
-        for relation, name, subject, city in itertools.product(RELATIONS, NAMES, SUBJECTS, CITIES):
-            yield f"User's {relation} {name} studies {subject} in {city}"
-
-    found = list(itertools.islice(every(), count))
-    if len(found) < count:
-        raise SystemExit(f"the fact generator makes {len(found):,} facts; {count:,} were asked for")
-    random.Random(3).shuffle(found)
-    return found
 
 
 def fact_store_classes() -> tuple[type[Any], type[BaseSettings]]:
@@ -298,10 +177,10 @@ async def settle(engine: Any) -> None:
     """What a database that grew the usual way, over days, has done by the time it is
     timed: the fill's pages written to disk (on PostgreSQL a checkpoint first; then the
     OS's write-back, as mem0_driver does after its fill), so the stores' syncs do not
-    wait behind the 600 MB of vectors of 100k facts of 1536 dimensions. On PostgreSQL
+    wait behind the fill's vectors. On PostgreSQL
     also what autovacuum does within a minute of a bulk load: statistics for the
-    planner and the visibility map for index-only scans; in that minute the planner
-    read whole scopes for lookups by text hash or word (10 to 100 ms).
+    planner and the visibility map for index-only scans; without them the planner
+    reads whole scopes for lookups by text hash or word.
     """
     if engine.dialect.name == "postgresql":
         async with engine.connect() as connection:

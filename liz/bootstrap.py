@@ -13,14 +13,13 @@ from liz.agent_files import apply_prompts_dir as apply_prompts_dir
 from liz.agent_files import load_agents as load_agents
 from liz.config import Settings
 from liz.db.engine import create_engine, make_sessionmaker
-from liz.facts.settings import FactSettings, warn_about_old_names
+from liz.facts.settings import warn_about_old_names
 from liz.facts.store import FactStore
 from liz.llm import LLMClient
 from liz.observe.metrics import watch_pool
 from liz.observe.tracing import configure_tracing, flush_tracing
 from liz.pipeline import AgentFramework, Middleware
 from liz.runtime import Runtime
-from liz.settings_errors import load_settings
 from liz.types import Clock, SystemClock
 
 
@@ -30,18 +29,17 @@ async def open_runtime(
     *,
     llm_client: LLMClient | None = None,
     clock: Clock | None = None,
-    fact_settings: FactSettings | None = None,
     learn: bool = True,
 ) -> AsyncIterator[Runtime]:
     """Open the database and the LLM for one process; close them (after background work) on exit.
 
     The facts store is on when an LLM is configured, unless ``LIZ_FACTS_ENABLED=false``;
     then the process also works the learning queue (``learn=False``: a one-off command
-    that should not, or ``LIZ_LEARNING_WORKER=false``).
+    that should not, or ``LIZ_LEARNING_WORKER=false``). Each service gets its branch of
+    ``settings``.
     """
-    if fact_settings is None:
-        warn_about_old_names()
-        fact_settings = load_settings(FactSettings)
+    warn_about_old_names()
+    fact_settings = settings.facts
     clock = clock or SystemClock()
     configure_tracing()  # from the OTEL_* variables; nothing is exported unless they say where
     engine = create_engine(settings.database_url, settings)

@@ -1,17 +1,43 @@
-"""Settings from the environment or a `.env` file (see `.env.example`)."""
+"""Settings from the environment or a `.env` file (see `.env.example`), as one tree.
+
+``Settings`` is the root, loaded once per process (``liz.settings_errors.load_settings``)
+and handed down: ``settings.facts`` (``LIZ_FACTS_*``) and ``settings.learning``
+(``LIZ_LEARNING_*``) are its branches. ``ServerSettings`` stays apart: ``liz serve``'s
+flags replace it. An empty value (``LIZ_AGENTS_DIR=`` in `.env`) means unset.
+"""
 
 from __future__ import annotations
 
 from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from liz.facts.settings import FactSettings
+from liz.learning_queue.settings import LearningSettings
+
+# PyJWT refuses shorter HS256 keys (RFC 7518 asks for a key as long as the hash).
+MIN_JWT_SECRET_BYTES = 32
+
+
+class ServerSettings(BaseSettings):
+    """Where ``liz serve`` listens, unless ``--host``/``--port`` say otherwise."""
+
+    model_config = SettingsConfigDict(env_file=".env", extra="ignore", env_ignore_empty=True)
+
+    server_host: str = "127.0.0.1"
+    server_port: int = Field(default=3000, ge=0, le=65535)
 
 
 class Settings(BaseSettings):
     """Core settings. Field names match the environment variables, case-insensitively."""
 
-    model_config = SettingsConfigDict(env_file=".env", extra="ignore")
+    model_config = SettingsConfigDict(env_file=".env", extra="ignore", env_ignore_empty=True)
+
+    # The branches of the tree, each read from its own prefix.
+    facts: FactSettings = Field(default_factory=FactSettings)
+    learning: LearningSettings = Field(default_factory=LearningSettings)
 
     database_url: str = "sqlite+aiosqlite:///./liz.db"
     # Ten kept: a turn with facts on holds one or two at once, for longer when the
@@ -49,6 +75,8 @@ class Settings(BaseSettings):
     # GET /playground and ?trace=1 on POST /agent/input; off for servers whose callers
     # should not see the agents' prompts.
     liz_playground: bool = True
+    # Serve the scripted model of liz.testing in-process instead of an LLM (trying liz
+    # without a key); refused when a key or base URL is set.
     liz_scripted_llm: bool = False
     # Model requests that ask for tool calls, per turn, before the turn is stopped.
     liz_tool_max_steps: int = Field(default=8, ge=1)
@@ -73,18 +101,32 @@ class Settings(BaseSettings):
     # Log lines as readable text, or one JSON object each with trace and span ids.
     liz_log_format: Literal["text", "json"] = "text"
 
+    @field_validator("liz_jwt_secret")
+    @classmethod
+    def _long_enough(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and len(value.get_secret_value().encode()) < MIN_JWT_SECRET_BYTES:
+            raise ValueError(
+                f"LIZ_JWT_SECRET must be at least {MIN_JWT_SECRET_BYTES} bytes long for HS256; "
+                "make one with `python -c 'import secrets; print(secrets.token_urlsafe(32))'`"
+            )
+        return value
+
+    @field_validator("openai_base_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        parts = urlsplit(value.strip())
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ValueError(
+                "OPENAI_BASE_URL must be an http(s) URL such as http://127.0.0.1:11434/v1; "
+                "leave it empty to use OpenAI itself"
+            )
+        return value.strip()
+
     @field_validator("liz_cors_origins", "liz_allowed_hosts", mode="before")
     @classmethod
     def _split_origins(cls, value: object) -> object:
         if isinstance(value, str):
             return [origin.strip() for origin in value.split(",") if origin.strip()]
         return value
-
-
-class ServerSettings(BaseSettings):
-    """Where ``liz serve`` listens, unless ``--host``/``--port`` say otherwise."""
-
-    model_config = SettingsConfigDict(env_file=".env", extra="ignore")
-
-    server_host: str = "127.0.0.1"
-    server_port: int = Field(default=3000, ge=0, le=65535)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
@@ -22,7 +22,10 @@ if TYPE_CHECKING:
 
 @dataclass
 class Runtime:
-    """Shared services, built once per process and handed to every request."""
+    """Shared services, built once per process and handed to every request.
+
+    Building it builds the services from its parts; none of them holds the runtime.
+    """
 
     settings: Settings
     engine: AsyncEngine
@@ -31,7 +34,7 @@ class Runtime:
     background: BackgroundTasks = field(default_factory=BackgroundTasks)
     facts: FactStore | None = None  # long-term facts about users; None without an LLM
     # The turns under way: learning waits for a lull in them.
-    turns: TurnsUnderWay = field(default_factory=TurnsUnderWay)
+    turns: TurnsUnderWay = field(init=False)
     # One session per unit of work, from the one engine of this process.
     sessions: async_sessionmaker[AsyncSession] = field(init=False)
     # Sessions that only read: on SQLite they never wait for a writer (a write fails).
@@ -40,9 +43,22 @@ class Runtime:
     learning: LearningWorker = field(init=False)
 
     def __post_init__(self) -> None:
+        self.turns = TurnsUnderWay(self.clock)
         self.sessions = make_sessionmaker(self.engine)
         self.reads = make_read_sessionmaker(self.engine)
-        self.learning = LearningWorker(self)
+        self.learning = LearningWorker(
+            facts=self.facts,
+            sessions=self.sessions,
+            clock=self.clock,
+            settings=self.settings.learning,
+            turns=self.turns,
+            background=self.background,
+        )
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        if name == "facts" and "learning" in self.__dict__:
+            self.learning.facts = value  # a store swapped in later: the worker learns into it
 
     @property
     def llm(self) -> LLMClient:

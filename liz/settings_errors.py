@@ -25,7 +25,7 @@ def load_settings(cls: type[S], **overrides: Any) -> S:
     try:
         return cls(**overrides)
     except ValidationError as exc:
-        raise UsageError(describe_settings_error(cls, exc)) from None
+        raise UsageError(describe_settings_error(_failed_branch(cls, exc), exc)) from None
 
 
 def describe_settings_error(cls: type[BaseSettings], exc: ValidationError) -> str:
@@ -35,7 +35,21 @@ def describe_settings_error(cls: type[BaseSettings], exc: ValidationError) -> st
         field = str(problem["loc"][0]) if problem["loc"] else ""
         name = f"{prefix}{field.upper()}" if field else prefix.rstrip("_") or cls.__name__
         given = problem.get("input")
-        shown = f"={given!r}" if isinstance(given, str | int | float | bool) else ""
+        secret = field in cls.model_fields and "SecretStr" in str(
+            cls.model_fields[field].annotation
+        )
+        shown = f"={given!r}" if isinstance(given, str | int | float | bool) and not secret else ""
         allowed = str(problem["msg"]).removeprefix("Value error, ")
         lines.append(f"bad setting {name}{shown}: {allowed}")
     return "\n".join(lines)
+
+
+def _failed_branch(cls: type[BaseSettings], exc: ValidationError) -> type[BaseSettings]:
+    """The settings class whose value failed: the root or one of its branches (each
+    branch is read on its own, with its own prefix)."""
+    for field in cls.model_fields.values():
+        branch = field.annotation
+        if isinstance(branch, type) and issubclass(branch, BaseSettings):  # noqa: SIM102
+            if branch.__name__ == exc.title:
+                return branch
+    return cls

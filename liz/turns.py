@@ -11,13 +11,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Iterator
+from datetime import datetime
+
+from liz.types import Clock, SystemClock
 
 
 class TurnsUnderWay:
-    """Counts the turns this process is taking (``runtime.turns``)."""
+    """Counts the turns this process is taking (``runtime.turns``); waits on ``clock``."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Clock | None = None) -> None:
         self.count = 0
+        self._clock = clock or SystemClock()
         self._started = 0
         self._none = asyncio.Event()
         self._none.set()
@@ -35,16 +39,24 @@ class TurnsUnderWay:
             if self.count == 0:
                 self._none.set()
 
-    async def lull(self, quiet: float, until: float) -> None:
+    async def lull(self, quiet: float, until: datetime) -> None:
         """Return once no turn has been under way for ``quiet`` seconds, or when the
-        event loop's clock reaches ``until``, whichever comes first."""
-        loop = asyncio.get_running_loop()
-        while (left := until - loop.time()) > 0:
+        clock reaches ``until``, whichever comes first."""
+        while (left := (until - self._clock.now()).total_seconds()) > 0:
             if self.count:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._none.wait(), left)
+                await self._turns_end_within(left)
                 continue
             started = self._started
-            await asyncio.sleep(min(quiet, left))
+            await self._clock.sleep(min(quiet, left))
             if self._started == started:
                 return
+
+    async def _turns_end_within(self, seconds: float) -> None:
+        ended = asyncio.ensure_future(self._none.wait())
+        timer = asyncio.ensure_future(self._clock.sleep(seconds))
+        try:
+            await asyncio.wait({ended, timer}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiting in (ended, timer):
+                waiting.cancel()
+            await asyncio.gather(ended, timer, return_exceptions=True)

@@ -21,7 +21,6 @@ from liz.facts.settings import FactSettings
 from liz.facts.store import FactStore
 from liz.facts.tables import FactHistoryRecord, FactRecord
 from liz.learning_queue.settings import LearningSettings
-from liz.learning_queue.worker import LearningWorker
 from liz.llm import LLMClient
 from liz.middleware import (
     create_memory,
@@ -53,6 +52,8 @@ def learning_settings(**overrides: Any) -> LearningSettings:
         "lease_seconds": 300,
         "reply_wait_seconds": 120,
         "max_bad_answers": 3,
+        # No quiet time to wait out on the test's clock; a test of the lull sets one.
+        "quiet_seconds": 0,
     }
     return LearningSettings(_env_file=None, **(values | overrides))  # type: ignore[call-arg]
 
@@ -162,13 +163,16 @@ def make_world(
         settings=FactSettings(_env_file=None, reconcile_threshold=0.99),  # type: ignore[call-arg]
     )
     runtime = Runtime(
-        settings=Settings(_env_file=None, database_url=database_url),  # type: ignore[call-arg]
+        settings=Settings(
+            _env_file=None,  # type: ignore[call-arg]
+            database_url=database_url,
+            learning=learning_settings(**settings),
+        ),
         engine=engine,
         llm_client=llm,
         clock=clock,
         facts=store,
     )
-    runtime.learning = LearningWorker(runtime, learning_settings(**settings))
     framework = AgentFramework(runtime).use(
         validate_input,
         load_memories(),

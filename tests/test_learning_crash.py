@@ -172,3 +172,72 @@ def test_kill_9_then_restart_learns_every_stored_message_once(tmp_path: Path, ki
     after = facts_per_message(database)
     assert set(after) == set(before)
     assert all(count == 1 for count in after.values()), after  # each learned, once
+
+
+def test_after_a_kill_9_the_jobs_claimed_are_learned_within_a_minute_of_the_restart(
+    tmp_path: Path, database_url: str
+) -> None:
+    # The default lease and poll: only the bound of the wait below is this test's own.
+    brain = HeldLearning()
+    server = ScriptedOpenAI()
+    server.respond_with(brain)
+    with server.serve() as base_url:
+        env = {
+            "OPENAI_BASE_URL": base_url,
+            "OPENAI_API_KEY": "test",
+            "DATABASE_URL": database_url,
+            "LIZ_LLM_MAX_RETRIES": "0",
+            "LIZ_FACTS_RECONCILE_THRESHOLD": "0.99",
+        }
+        answered: list[str] = []
+        with serving(env, tmp_path) as (process, url):
+            send_burst(url, answered)
+            deadline = time.monotonic() + 60
+            while not claimed_jobs(database_url) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert claimed_jobs(database_url)  # the killed process holds claims
+            process.send_signal(signal.SIGKILL)
+            process.wait(timeout=30)
+        assert sorted(answered) == sorted(f"user-{n}" for n in range(USERS))
+
+        brain.held = False
+        with serving(env, tmp_path) as (_, url):
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                learning = httpx.get(f"{url}/health", timeout=5).json()["learning"]
+                if learning["pending"] == 0:
+                    break
+                time.sleep(0.2)
+            assert learning == {"pending": 0, "failed": 0, "oldestPendingSeconds": None}
+
+    after = dict(rows(database_url, FACTS_PER_MESSAGE))
+    assert len(after) == USERS
+    assert all(count == 1 for count in after.values()), after  # each learned, once
+
+
+FACTS_PER_MESSAGE = (
+    'SELECT m."userId", count(f.id) FROM "Memory" m '
+    'LEFT JOIN "Fact" f ON f."sourceMemoryId" = m.id '
+    "WHERE m.generator = 'external' GROUP BY m.id"
+)
+
+
+def rows(database_url: str, query: str) -> list[Any]:
+    from sqlalchemy import text
+
+    from liz.db.engine import create_engine
+
+    async def read() -> list[Any]:
+        engine = create_engine(database_url, pooled=False)
+        try:
+            async with engine.connect() as connection:
+                return [tuple(row) for row in await connection.execute(text(query))]
+        finally:
+            await engine.dispose()
+
+    return asyncio.run(read())
+
+
+def claimed_jobs(database_url: str) -> int:
+    query = 'SELECT count(*) FROM "LearningJob" WHERE "claimedBy" IS NOT NULL'
+    return int(rows(database_url, query)[0][0])

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -40,14 +40,15 @@ class HeldReply:
 def world_giving_way(
     engine: AsyncEngine, llm: LLMClient, database_url: str, *, max_defer_seconds: float
 ) -> World:
-    """A world whose learning waits 0.05 s of quiet, ``max_defer_seconds`` at most."""
+    """A world whose learning waits for the turns to end, ``max_defer_seconds`` at most
+    (no quiet time after them: ``TurnsUnderWay.lull``'s own test covers that)."""
     return make_world(
         engine,
         llm,
         Brain(),
         ManualClock(datetime(2026, 3, 2, 9, 0, tzinfo=UTC)),
         database_url=database_url,
-        quiet_seconds=0.05,
+        quiet_seconds=0,
         max_defer_seconds=max_defer_seconds,
     )
 
@@ -68,7 +69,8 @@ async def test_a_message_is_learned_from_once_no_other_turn_is_under_way(
     await held.holding.wait()  # bob's turn is under way
 
     await world.say("ada", "I moved to Oslo in May")
-    await asyncio.sleep(0.3)
+    await world.clock.wait_for_sleepers(1)  # ada's learning waits on the clock ...
+    await world.clock.advance(seconds=20)  # ... for bob's turn, within its 30 s limit
     assert world.brain.extractions == [], "learning started while bob's turn was under way"
 
     held.release.set()
@@ -86,19 +88,33 @@ async def test_under_unbroken_turns_a_message_waits_no_longer_than_the_limit(
     scripted.respond_with(brain)
     with world.runtime.turns.one():  # a turn (a stream, say) that never ends meanwhile
         await world.say("ada", "I moved to Oslo in May")
-        await asyncio.sleep(0.1)
+        await world.clock.wait_for_sleepers(1)  # learning waits for the turn to end ...
         assert brain.extractions == []
-        await world.settle()  # the limit passes: learning goes ahead
+        await world.clock.advance(seconds=1)  # ... until the limit passes: it goes ahead
+        async with asyncio.timeout(30):  # a bound only (the next round waits on the clock)
+            while not await world.facts_of("ada"):
+                await asyncio.sleep(0.01)
         assert await world.facts_of("ada") == [fact_text("I moved to Oslo in May")]
+    await world.settle()
 
 
 async def test_a_turn_started_in_the_quiet_time_starts_the_wait_again() -> None:
-    turns = TurnsUnderWay()
-    loop = asyncio.get_running_loop()
-    waiting = asyncio.create_task(turns.lull(1.0, until=loop.time() + 30))
-    await asyncio.sleep(0.8)
+    clock = ManualClock(datetime(2026, 3, 2, 9, 0, tzinfo=UTC))
+    turns = TurnsUnderWay(clock)
+    lulls: list[datetime] = []
+
+    async def wait_for_a_lull() -> None:
+        await turns.lull(1.0, until=clock.now() + timedelta(seconds=30))
+        lulls.append(clock.now())
+        await clock.sleep(3600)  # stays asleep, as a worker between rounds
+
+    waiting = asyncio.create_task(wait_for_a_lull())
+    await clock.wait_for_sleepers(1)
+    await clock.advance(seconds=0.8)
     with turns.one():
-        await asyncio.sleep(0.1)
-    await asyncio.sleep(0.2)  # past the first quiet second, early in the second one
-    assert not waiting.done()
-    await asyncio.wait_for(waiting, 10)
+        await clock.advance(seconds=0.1)
+    await clock.advance(seconds=0.2)  # past the first quiet second, early in the second one
+    assert lulls == []
+    await clock.advance(seconds=1)
+    assert len(lulls) == 1  # a second quiet second went by
+    waiting.cancel()

@@ -357,3 +357,47 @@ async def test_a_users_messages_said_in_a_row_are_all_learned_right_away_in_orde
     assert sorted(await world.facts_of("ann")) == sorted(fact_text(text) for text in said)
     assert sorted((await learned_counts(engine)).values()) == [1] * len(said)
     assert await backlog_of(world) == {"pending": 0, "failed": 0, "oldestPendingSeconds": None}
+
+
+async def test_a_message_that_crashes_the_model_is_set_aside_while_others_learn(
+    world: World, database_url: str, tmp_path: Path
+) -> None:
+    # The endpoint fails with a server error on this one message only, every time.
+    world.brain.broken = {"poison"}
+    await world.say("ann", "ann poison pill")
+    await world.say("ann", "I grow tomatoes")  # behind it in ann's queue
+    await world.settle()
+    bob_says = ["I keep bees", "Olives taste awful", "My dog is Rex", "Turku is home"]
+    for text in bob_says:  # bob is learned from all along: the endpoint is up
+        await world.say("bob", text)
+        await world.settle()
+        await world.later(hours=1)
+    # ann's later message is not held up for good, and the poisoned one is set aside.
+    assert await world.facts_of("ann") == [fact_text("I grow tomatoes")]
+    assert await backlog_of(world) == {"pending": 0, "failed": 1, "oldestPendingSeconds": None}
+    (stuck,) = [job for job in await jobs_of(world) if job.status == "failed"]
+
+    from liz.learning_queue.health import set_aside
+
+    (aside,) = await set_aside(world.runtime.sessions)
+    assert aside["id"] == stuck.id and aside["userId"] == "ann"
+    assert "answered 500" in aside["reason"]
+
+    def facts_cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return liz_facts(*args, database_url=database_url, cwd=tmp_path)
+
+    listed = facts_cli("queue", "--failed")
+    assert f"#{stuck.id}" in listed.stdout and "answered 500" in listed.stdout
+    unknown = facts_cli("retry", "999")
+    assert unknown.returncode == 2
+    assert "job 999 is not in the queue" in unknown.stderr
+    assert await jobs_of(world) == [stuck]  # nothing was changed
+    back = facts_cli("retry", str(stuck.id))
+    assert back.returncode == 0, back.stderr
+    assert "1 job due now" in back.stdout
+    world.brain.broken = set()  # the model takes it at last
+    await world.later(seconds=1)
+    assert sorted(await world.facts_of("ann")) == sorted(
+        [fact_text("ann poison pill"), fact_text("I grow tomatoes")]
+    )
+    assert await backlog_of(world) == {"pending": 0, "failed": 0, "oldestPendingSeconds": None}

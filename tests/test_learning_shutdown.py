@@ -12,6 +12,7 @@ from liz.bootstrap import open_runtime
 from liz.config import Settings
 from liz.facts.settings import FactSettings
 from liz.learning_queue.health import learning_backlog
+from liz.learning_queue.settings import LearningSettings
 from liz.middleware import create_memory, extract_facts, router, validate_input, wrap_context
 from liz.pipeline import AgentFramework
 from liz.testing.openai_server import RecordedRequest, ScriptedOpenAI
@@ -37,18 +38,21 @@ class HeldBrain:
 
 
 async def test_shutdown_hands_a_try_under_way_back_to_the_queue(
-    database_url: str, scripted: ScriptedOpenAI, monkeypatch: pytest.MonkeyPatch
+    database_url: str, scripted: ScriptedOpenAI
 ) -> None:
-    monkeypatch.setenv("LIZ_LEARNING_SHUTDOWN_SECONDS", "0.2")
     held = HeldBrain()
     scripted.respond_with(held)
-    settings = Settings(_env_file=None, database_url=database_url)  # type: ignore[call-arg]
-    fact_settings = FactSettings(_env_file=None, reconcile_threshold=0.99)  # type: ignore[call-arg]
+    settings = Settings(
+        _env_file=None,  # type: ignore[call-arg]
+        database_url=database_url,
+        facts=FactSettings(_env_file=None, reconcile_threshold=0.99),  # type: ignore[call-arg]
+        learning=LearningSettings(_env_file=None, shutdown_seconds=0.2),  # type: ignore[call-arg]
+    )
     # Should shutdown wait for the try after all, this opens the gate rather than hang.
     loop = asyncio.get_running_loop()
     fallback = loop.call_later(30, held.gate.set)
     async with scripted.llm_client() as llm:
-        async with open_runtime(settings, llm_client=llm, fact_settings=fact_settings) as rt:
+        async with open_runtime(settings, llm_client=llm) as rt:
             framework = AgentFramework(rt).use(
                 validate_input, wrap_context, create_memory, extract_facts(), router
             )
@@ -60,7 +64,7 @@ async def test_shutdown_hands_a_try_under_way_back_to_the_queue(
         assert (await learning_backlog(rt))["pending"] == 1
 
         held.gate.set()
-        async with open_runtime(settings, llm_client=llm, fact_settings=fact_settings) as rt:
+        async with open_runtime(settings, llm_client=llm) as rt:
             await rt.learning.work_due()
             assert rt.facts is not None
             assert [f.text for f in await rt.facts.list(AGENT, "ann")] == [fact_text("I keep bees")]

@@ -52,11 +52,15 @@ async def two_workers(
     brain = Brain()
     slow = SlowBrain(brain)
     scripted.respond_with(slow)
-    clock = ManualClock(datetime(2026, 3, 2, 9, 0, tzinfo=UTC))
+    # A clock per process, agreeing: a test that leaves the first one still stands for a
+    # process that froze (its claims are not renewed while the second's time goes on).
+    start = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
     other_engine = create_engine(database_url)
     other_llm = scripted.llm_client()
-    first = make_world(engine, llm, brain, clock, database_url=database_url)
-    second = make_world(other_engine, other_llm, brain, clock, database_url=database_url)
+    first = make_world(engine, llm, brain, ManualClock(start), database_url=database_url)
+    second = make_world(
+        other_engine, other_llm, brain, ManualClock(start), database_url=database_url
+    )
     try:
         yield first, second, slow
     finally:
@@ -81,6 +85,7 @@ async def test_two_workers_learn_every_message_once_and_in_order(
 
     slow.brain.extraction_down = False
     await first.clock.advance(hours=2)
+    await second.clock.advance(hours=2)
     await asyncio.gather(first.runtime.learning.work_due(), second.runtime.learning.work_due())
     for world in (first, second):
         await world.settle()
@@ -105,11 +110,13 @@ async def test_a_message_learned_by_two_workers_is_kept_once(
     slow.gate = asyncio.Event()
     gate = slow.gate
     await first.clock.advance(hours=1)
+    await second.clock.advance(hours=1)
 
-    # The first worker claims the job and is held mid-extraction past its claim's end ...
+    # The first worker claims the job and is held mid-extraction, frozen, past its
+    # claim's end ...
     held = asyncio.create_task(first.runtime.learning.work_due())
     await asyncio.wait_for(slow.held.wait(), timeout=30)
-    await first.clock.advance(seconds=first.runtime.learning.settings.lease_seconds + 1)
+    await second.clock.advance(seconds=first.runtime.learning.settings.lease_seconds + 1)
     # ... so the second takes the job over and learns it.
     await second.runtime.learning.work_due()
     assert await first.facts_of("ann") == [fact_text("ann note 1")]
@@ -135,11 +142,13 @@ async def test_messages_learned_together_by_two_workers_are_kept_once(
     slow.gate = asyncio.Event()
     gate = slow.gate
     await first.clock.advance(hours=1)
+    await second.clock.advance(hours=1)
 
-    # The first worker claims the three as one run and is held past its claim's end ...
+    # The first worker claims the three as one run and is held, frozen, past its claim's
+    # end ...
     held = asyncio.create_task(first.runtime.learning.work_due())
     await asyncio.wait_for(slow.held.wait(), timeout=30)
-    await first.clock.advance(seconds=first.runtime.learning.settings.lease_seconds + 1)
+    await second.clock.advance(seconds=first.runtime.learning.settings.lease_seconds + 1)
     # ... so the second takes the run over and learns it, in one round.
     await second.runtime.learning.work_due()
     assert sorted(await first.facts_of("ann")) == sorted(fact_text(text) for text in said)

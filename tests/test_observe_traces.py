@@ -25,7 +25,6 @@ from liz.observe.tracing import configure_tracing
 from liz.pipeline import AgentFramework, AgentRequest, AgentResponse
 from liz.testing.scripted_model import scripted_model
 from liz.types import Next
-from tests.fixtures.facts import fact_settings
 from tests.otlp_receiver import Receiver, otlp_receiver
 
 pytestmark = pytest.mark.anyio
@@ -57,7 +56,7 @@ async def one_turn(
     broken: bool = False,
 ) -> httpx.Response:
     llm = scripted_model().llm_client()
-    async with open_runtime(settings, llm_client=llm, fact_settings=fact_settings()) as runtime:
+    async with open_runtime(settings, llm_client=llm) as runtime:
         framework: AgentFramework = build_framework(runtime)
         if broken:
             framework.use(_broken)
@@ -65,6 +64,7 @@ async def one_turn(
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
             response = await client.post("/agent/input", json=message(), headers=headers or {})
+        await runtime.background.drain()  # the learning the turn started is done
     await llm.close()
     return response  # leaving open_runtime exported every span
 
@@ -259,7 +259,7 @@ async def test_your_own_middlewares_spans_join_the_turns_trace(
         await next()
 
     llm = scripted_model().llm_client()
-    async with open_runtime(settings, llm_client=llm, fact_settings=fact_settings()) as runtime:
+    async with open_runtime(settings, llm_client=llm) as runtime:
         framework = build_framework(runtime).use(enrich)
         app = create_app(framework, {agent.agent_id: agent})
         transport = httpx.ASGITransport(app=app)

@@ -18,7 +18,9 @@ OLD_PREFIX = "LIZ_MEMORY_"
 class FactSettings(BaseSettings):
     """How facts are extracted, reconciled and recalled."""
 
-    model_config = SettingsConfigDict(env_prefix="LIZ_FACTS_", env_file=".env", extra="ignore")
+    model_config = SettingsConfigDict(
+        env_prefix="LIZ_FACTS_", env_file=".env", extra="ignore", env_ignore_empty=True
+    )
 
     # Keep facts about users at all (needs pgvector on PostgreSQL; SQLite always can).
     enabled: bool = True

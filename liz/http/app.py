@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -26,8 +26,18 @@ from liz.http.usage import usage
 from liz.pipeline import AgentFramework
 from liz.playground import KeyPromptGate, favicon_routes, playground_routes
 
-if TYPE_CHECKING:
-    from liz.app import App
+
+class App(Protocol):
+    """What :func:`served_app` needs of a ``liz.App`` (named here: liz.app imports this)."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def agents(self) -> Mapping[str, BaseAgent]: ...
+
+    def open(self) -> AbstractAsyncContextManager[AgentFramework]: ...
+
 
 Lifespan = Callable[[Starlette], AbstractAsyncContextManager[None]]
 

@@ -1,11 +1,14 @@
-"""The learning backlog as ``GET /health`` reports it."""
+"""The learning backlog, and the jobs set aside, as ``GET /health`` reports them."""
 
 from __future__ import annotations
 
 import logging
 from typing import TYPE_CHECKING, Any
 
-from liz.learning_queue.jobs import backlog
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from liz.learning_queue.jobs import backlog, list_jobs
+from liz.learning_queue.tables import FAILED
 
 if TYPE_CHECKING:
     from liz.runtime import Runtime
@@ -27,3 +30,23 @@ async def learning_backlog(runtime: Runtime) -> dict[str, Any]:
         "failed": found.failed,
         "oldestPendingSeconds": round(age, 1) if age is not None else None,
     }
+
+
+async def set_aside(
+    sessions: async_sessionmaker[AsyncSession], *, limit: int = 10
+) -> list[dict[str, Any]]:
+    """The jobs set aside (failed for good), oldest first, with their reasons, for
+    ``/health``: ``[{"id", "agentId", "userId", "memoryId", "attempts", "reason"}]``."""
+    async with sessions() as session:
+        failed = await list_jobs(session, status=FAILED, limit=limit)
+    return [
+        {
+            "id": job.id,
+            "agentId": job.agent_id,
+            "userId": job.user_id,
+            "memoryId": job.memory_id,
+            "attempts": job.attempts,
+            "reason": job.last_error,
+        }
+        for job in failed
+    ]

@@ -34,6 +34,7 @@ from sqlalchemy.orm import aliased
 from liz.db.driver import Bound, Statement
 from liz.db.tables import MemoryRecord
 from liz.db.types import UTCDateTime
+from liz.errors import InputError
 from liz.learning_queue.tables import FAILED, PENDING, LearningJobRecord
 from liz.observe.learning import current_traceparent
 from liz.types import Memory
@@ -57,8 +58,7 @@ class Backlog:
 
 
 # The two statements every turn with facts on runs go straight to the driver, in the
-# turn's own transactions (liz.db.driver; through a session they cost about 2 ms of
-# CPU a turn).
+# turn's own transactions (liz.db.driver), skipping the session's overhead.
 _ENQUEUE = Statement.of(
     'INSERT INTO "LearningJob" ("memoryId", "agentId", "userId", "agentName", "status", '
     '"attempts", "nextAttemptAt", "createdAt", "updatedAt", "traceparent") '
@@ -130,32 +130,6 @@ def reply_came_statement(memory_id: str, reply_id: str | None, now: datetime) ->
     return _REPLY_CAME.bind(now, now, reply_id, memory_id, PENDING)
 
 
-async def claim(
-    session: AsyncSession,
-    *,
-    owner: str,
-    now: datetime,
-    until: datetime,
-    limit: int = 1,
-    memory_id: str | None = None,
-) -> list[Job]:
-    """Claim up to ``limit`` due jobs, each the head of its user's queue, oldest first.
-
-    With ``memory_id``, claim that message's job if it heads its user's queue, due or not
-    (the caller holds the exchange). Returns the claimed rows.
-    """
-    runs = await claim_runs(
-        session,
-        owner=owner,
-        now=now,
-        until=until,
-        users=limit,
-        run=1,
-        memory_ids=[memory_id] if memory_id is not None else None,
-    )
-    return [job for run in runs for job in run]
-
-
 async def claim_runs(
     session: AsyncSession,
     *,
@@ -210,11 +184,6 @@ async def claim_runs(
     return runs
 
 
-async def renew(session: AsyncSession, job_id: int, owner: str, until: datetime) -> bool:
-    """Extend this worker's claim; False when the job is done or another worker has it."""
-    return await renew_all(session, [job_id], owner, until)
-
-
 async def renew_all(
     session: AsyncSession, job_ids: Sequence[int], owner: str, until: datetime
 ) -> bool:
@@ -226,11 +195,6 @@ async def renew_all(
         .values(claimed_until=until)
     )
     return _rowcount(result) == len(set(job_ids))
-
-
-async def finish(session: AsyncSession, job_id: int) -> bool:
-    """Remove a learned job; False when it was gone already (another worker learned it)."""
-    return await finish_all(session, [job_id])
 
 
 def finish_statement(job_ids: Sequence[int]) -> Delete:
@@ -289,6 +253,28 @@ async def give_up(
     )
 
 
+async def claim_owners(session: AsyncSession, prefix: str) -> list[str]:
+    """The workers (owners starting with ``prefix``) holding claims on pending jobs."""
+    rows = await session.scalars(
+        select(Job.claimed_by)
+        .where(Job.status == PENDING, Job.claimed_by.startswith(prefix, autoescape=True))
+        .distinct()
+    )
+    return [owner for owner in rows if owner is not None]
+
+
+async def release_owners(session: AsyncSession, owners: Sequence[str], now: datetime) -> int:
+    """Give back every claim of ``owners`` (processes that are gone): due now."""
+    if not owners:
+        return 0
+    result = await session.execute(
+        update(Job)
+        .where(Job.status == PENDING, Job.claimed_by.in_(list(owners)))
+        .values(claimed_by=None, claimed_until=None, updated_at=now)
+    )
+    return _rowcount(result)
+
+
 async def release(session: AsyncSession, job_id: int, owner: str, now: datetime) -> None:
     """Give the claim back untried (shutting down): any worker may take it at once."""
     await session.execute(
@@ -298,17 +284,11 @@ async def release(session: AsyncSession, job_id: int, owner: str, now: datetime)
     )
 
 
-async def exchange_of(session: AsyncSession, job: Job) -> list[dict[str, str]] | None:
-    """The user's message and, when stored, the reply, as chat messages; None when the
-    message is no longer in the Memory table."""
-    (exchange,) = await exchanges_of(session, [job])
-    return exchange
-
-
 async def exchanges_of(
     session: AsyncSession, queued: Sequence[Job]
 ) -> list[list[dict[str, str]] | None]:
-    """:func:`exchange_of` for each job, in one query."""
+    """For each job, the user's message and, when stored, the reply, as chat messages;
+    None when the message is no longer in the Memory table. One query."""
     ids = [job.memory_id for job in queued]
     ids += [job.reply_memory_id for job in queued if job.reply_memory_id]
     rows = {
@@ -363,7 +343,18 @@ async def list_jobs(
 
 async def retry_now(session: AsyncSession, now: datetime, ids: Sequence[int] = ()) -> int:
     """Make jobs (those ``ids``, or all) due now: failed ones are queued again with a
-    fresh count of tries, pending ones skip the rest of their backoff. Returns how many."""
+    fresh count of tries, pending ones skip the rest of their backoff. Returns how many.
+
+    An id not in the queue is an ``InputError`` naming it, and nothing is changed."""
+    if ids:
+        found = set(await session.scalars(select(Job.id).where(Job.id.in_(list(ids)))))
+        missing = sorted(set(ids) - found)
+        if missing:
+            named = "; ".join(f"job {job_id} is not in the queue" for job_id in missing)
+            raise InputError(
+                f"{named} (learned already or discarded? the ids are in `liz facts queue`); "
+                "nothing was changed"
+            )
     changed = 0
     for status, values in (  # pending first: the failed ones become pending
         (PENDING, {}),

@@ -1,20 +1,12 @@
-"""What a failed try means for a learning job: try again later (and when), or give up.
+"""What a failed try means for a learning job: try again later (and when), or set it aside.
 
-Outages (the LLM unreachable, overloaded or rate limited; the database down or full)
-are retried for as long as they last, waiting longer each time. So is an endpoint
-that refuses us rather than the message (the API key, the account's credit, the
-model's name: 401, 402, 404): every job would fail alike, so none is given up on,
-and learning resumes by itself once the setting is fixed. Unusable answers, and
-messages the endpoint refuses (another 4xx: too long, against its policy), may come
-out right on another try, so they get ``max_bad_answers`` tries. Anything else (facts
-embedded with another model, a message that is gone, a bug) no retry can fix. A job
-out of tries is failed with the reason, listed by ``liz facts queue --failed``, and
-the user's later jobs go on.
-
-Messages learned together fail together; only when the LLM or the database is
-unavailable does that say nothing about the messages themselves. Any other failure
-(an unusable answer, an error the endpoint answered with) may be one message's
-doing, so they are then tried one by one, each failure counted for its own job.
+Outages (the LLM unreachable, overloaded or rate limited, or refusing our key; the
+database down or full) are retried for as long as they last. Unusable answers, messages
+the endpoint refuses (another 4xx), and a server error on one message while others are
+learned get ``max_bad_answers`` tries. Anything else no retry can fix. A job set aside
+is listed by ``liz facts queue --failed`` and ``/health``; the user's later jobs go on.
+Messages learned together that fail for a reason other than an outage are tried again
+one by one, each failure counted for its own job.
 """
 
 from __future__ import annotations
@@ -64,11 +56,23 @@ def affects_every_message(error: BaseException) -> bool:
     return isinstance(error, StorageError | SQLAlchemyError | OSError)
 
 
-def worth_retrying(error: BaseException, attempts: int, settings: LearningSettings) -> bool:
-    """Whether a job that has failed ``attempts`` times, the last with ``error``, goes on."""
-    if isinstance(error, LLMOutputError) or is_refused_message(error):
+def worth_retrying(
+    error: BaseException, attempts: int, settings: LearningSettings, *, blamed: bool = False
+) -> bool:
+    """Whether a job that has failed ``attempts`` times, the last with ``error``, goes on;
+    ``blamed``: a server error taken for the message's own doing (see ``is_server_error``)."""
+    if isinstance(error, LLMOutputError) or is_refused_message(error) or blamed:
         return attempts < settings.max_bad_answers
     return is_outage(error)
+
+
+def is_server_error(error: BaseException) -> bool:
+    """The endpoint answered with a server error (5xx). Alone it reads as an outage; when
+    the endpoint answered other messages since this one's last try, it is this message's
+    doing, and counts against its tries like an unusable answer."""
+    if not isinstance(error, LLMError) or isinstance(error, LLMOutputError):
+        return False
+    return (error.upstream_status or 0) >= 500
 
 
 def next_try(

@@ -9,7 +9,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 class LearningSettings(BaseSettings):
     """How this process works the queue of learning jobs."""
 
-    model_config = SettingsConfigDict(env_prefix="LIZ_LEARNING_", env_file=".env", extra="ignore")
+    model_config = SettingsConfigDict(
+        env_prefix="LIZ_LEARNING_", env_file=".env", extra="ignore", env_ignore_empty=True
+    )
 
     # Work the queue in this process (every liz process does unless told not to).
     worker: bool = True
@@ -26,8 +28,9 @@ class LearningSettings(BaseSettings):
     quiet_seconds: float = Field(default=0.05, ge=0)
     # ...but waits no longer than this for such a lull (seconds; 0: it never waits).
     max_defer_seconds: float = Field(default=5.0, ge=0)
-    # A worker's claim on a job; when it runs out (the process died), another takes over.
-    lease_seconds: float = Field(default=300.0, gt=0)
+    # A worker's claim on a job, renewed every third of it while the work goes on; when
+    # it runs out (the process died), another takes over.
+    lease_seconds: float = Field(default=30.0, gt=0)
     # A message whose reply never came (the process died mid-request) is learned from
     # alone after this long.
     reply_wait_seconds: float = Field(default=300.0, ge=0)

@@ -6,9 +6,11 @@ import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from opentelemetry.trace import Span, Status, StatusCode
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from liz.db.driver import connect
 from liz.db.usage import usage_statements
@@ -19,7 +21,7 @@ from liz.observe.usage import UsageMeter
 if TYPE_CHECKING:
     from liz.errors import LizError
     from liz.runtime import Runtime
-    from liz.types import InputObject
+    from liz.types import Clock, InputObject
 
 logger = logging.getLogger(__name__)
 
@@ -61,25 +63,37 @@ def observe_turn(input: InputObject, agent_name: str) -> Iterator[ObservedTurn]:
 
 async def store_usage(runtime: Runtime, input: InputObject, usage: UsageMeter) -> None:
     """Add the turn's tokens to the usage table; a failure is logged, the reply still goes."""
-    await _store(runtime, input.agent_id, input.user_id, usage, "the turn's")
+    at = runtime.clock.now()
+    await _store(runtime.engine, at, input.agent_id, input.user_id, usage, "the turn's")
 
 
 async def store_learning_usage(
-    runtime: Runtime, agent_id: str, user_id: str, usage: UsageMeter
+    sessions: async_sessionmaker[AsyncSession],
+    clock: Clock,
+    agent_id: str,
+    user_id: str,
+    usage: UsageMeter,
 ) -> None:
     """Add a learning job's tokens (extraction, reconcile, embeddings) to the usage table."""
-    await _store(runtime, agent_id, user_id, usage, "a learning job's")
+    async with sessions() as session:
+        engine = session.bind
+    if isinstance(engine, AsyncEngine):
+        await _store(engine, clock.now(), agent_id, user_id, usage, "a learning job's")
 
 
 async def _store(
-    runtime: Runtime, agent_id: str, user_id: str, usage: UsageMeter, whose: str
+    engine: AsyncEngine,
+    at: datetime,
+    agent_id: str,
+    user_id: str,
+    usage: UsageMeter,
+    whose: str,
 ) -> None:
     calls = usage.unstored()
     if not calls:
         return
-    at = runtime.clock.now()
     try:
-        async with connect(runtime.engine) as db:
+        async with connect(engine) as db:
             await db.commit(*usage_statements(calls, agent_id=agent_id, user_id=user_id, at=at))
     except Exception as exc:
         logger.warning("%s token usage was not stored: %r", whose, exc)

@@ -19,6 +19,7 @@ class _Sleeper:
     wake_at: datetime
     order: int
     future: asyncio.Future[None] = field(compare=False)
+    task: asyncio.Task[object] | None = field(compare=False, default=None)
 
 
 class ManualClock:
@@ -55,6 +56,7 @@ class ManualClock:
             self._now + timedelta(seconds=seconds),
             next(self._order),
             asyncio.get_running_loop().create_future(),
+            asyncio.current_task(),
         )
         self._sleepers.append(sleeper)
         self._changed()
@@ -85,7 +87,8 @@ class ManualClock:
         returns the new time.
 
         Before each wake-up it waits until as many tasks sleep as did when it was
-        called, so each woken task finishes its work before time moves on.
+        called, so each woken task finishes its work before time moves on; a woken
+        task that ends instead of sleeping again is one fewer to wait for.
         """
         expected = len(self._sleepers)
         target = self._now + timedelta(seconds=seconds, minutes=minutes, hours=hours)
@@ -98,9 +101,30 @@ class ManualClock:
             self._now = max(self._now, first.wake_at)
             self._sleepers.remove(first)
             first.future.set_result(None)
+            expected = await self._after_waking(first.task, expected)
         await self.wait_for_sleepers(expected)
         self._now = max(self._now, target)
         return self._now
+
+    async def _after_waking(self, task: asyncio.Task[object] | None, expected: int) -> int:
+        """Wait until ``expected`` tasks sleep again, or ``task`` (just woken) has ended
+        with one fewer asleep; returns how many to expect from now on."""
+        if task is None:
+            return expected
+        task.add_done_callback(lambda _: self._changed())
+        try:
+            async with asyncio.timeout(self.timeout):
+                while len(self._sleepers) < expected:
+                    if task.done() and len(self._sleepers) >= expected - 1:
+                        return expected - 1
+                    waiter = asyncio.get_running_loop().create_future()
+                    self._waiters.append(waiter)
+                    await waiter
+        except TimeoutError:
+            raise TimeoutError(
+                f"expected {expected} tasks asleep on the clock, but {len(self._sleepers)} are"
+            ) from None
+        return expected
 
     def _changed(self) -> None:
         waiters, self._waiters = self._waiters, []

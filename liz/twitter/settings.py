@@ -17,7 +17,9 @@ TransportName = Literal["api", "twikit", "fake"]
 class TwitterSettings(BaseSettings):
     """Settings for ``liz twitter``: field ``polling_interval`` is ``TWITTER_POLLING_INTERVAL``."""
 
-    model_config = SettingsConfigDict(env_prefix="TWITTER_", env_file=".env", extra="ignore")
+    model_config = SettingsConfigDict(
+        env_prefix="TWITTER_", env_file=".env", extra="ignore", env_ignore_empty=True
+    )
 
     # Which transport talks to X: the official API (tweepy), a web session (twikit), or
     # the in-memory fake (tests, demos).

@@ -1,0 +1,82 @@
+"""Settings are one tree, loaded once: the facts' and the learning queue's branches keep
+their environment names, an empty value means unset, and a bad value stops `liz serve`
+before it says it is running, naming the setting and the fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+
+from liz.config import Settings
+from liz.errors import UsageError
+from liz.settings_errors import load_settings
+from tests.serve_process import free_port, liz_serve, run_liz
+
+
+def test_the_branches_read_their_own_prefixes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LIZ_FACTS_SEARCH_LIMIT", "7")
+    monkeypatch.setenv("LIZ_LEARNING_LEASE_SECONDS", "12")
+    settings = load_settings(Settings, _env_file=None)
+    assert settings.facts.search_limit == 7
+    assert settings.learning.lease_seconds == 12
+
+
+def test_a_bad_value_in_a_branch_is_named_by_its_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("LIZ_LEARNING_POLL_SECONDS", "0")
+    with pytest.raises(UsageError, match="bad setting LIZ_LEARNING_POLL_SECONDS='0'"):
+        load_settings(Settings, _env_file=None)
+
+
+def test_empty_values_in_dotenv_mean_unset(tmp_path: Path) -> None:
+    env_file = tmp_path / ".env"
+    env_file.write_text("LIZ_AGENTS_DIR=\nOPENAI_BASE_URL=\nLIZ_JWT_SECRET=\n")
+    settings = load_settings(Settings, _env_file=env_file)
+    assert settings.liz_agents_dir is None
+    assert settings.openai_base_url is None
+    assert settings.liz_jwt_secret is None
+
+
+def test_a_short_jwt_secret_is_refused_and_never_shown() -> None:
+    with pytest.raises(UsageError) as refused:
+        load_settings(Settings, _env_file=None, liz_jwt_secret="hunter2")
+    assert "LIZ_JWT_SECRET must be at least 32 bytes long" in refused.value.message
+    assert "secrets.token_urlsafe" in refused.value.message  # how to make one
+    assert "hunter2" not in refused.value.message
+
+
+def test_the_scripted_llm_is_off_unless_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert load_settings(Settings, _env_file=None).liz_scripted_llm is False
+    monkeypatch.setenv("LIZ_SCRIPTED_LLM", "true")
+    assert load_settings(Settings, _env_file=None).liz_scripted_llm is True
+
+
+def test_serve_with_the_env_examples_empty_agents_dir_serves_the_bundled_agents(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / ".env").write_text(f"LIZ_AGENTS_DIR=\nDATABASE_URL=file:{tmp_path / 'liz.db'}\n")
+    env = {name: "" for name in ("LIZ_AGENTS_DIR", "OPENAI_API_KEY", "OPENROUTER_API_KEY")}
+    with liz_serve(env, tmp_path) as url:
+        agents = httpx.get(f"{url}/agents", timeout=10).json()["agents"]
+    assert [agent["agentId"] for agent in agents] == ["business-advisor"]
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "says"),
+    [
+        ("LIZ_JWT_SECRET", "too-short", "LIZ_JWT_SECRET must be at least 32 bytes long"),
+        ("OPENAI_BASE_URL", "not a url", "OPENAI_BASE_URL must be an http(s) URL"),
+    ],
+)
+def test_serve_refuses_a_bad_setting_before_it_says_it_is_running(
+    tmp_path: Path, name: str, value: str, says: str
+) -> None:
+    env = {name: value, "DATABASE_URL": f"file:{tmp_path / 'liz.db'}"}
+    result = run_liz("serve", "--port", str(free_port()), env=env, cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert says in result.stderr
+    assert "running" not in (result.stdout + result.stderr).lower()
+    assert value not in result.stderr or name != "LIZ_JWT_SECRET"  # a secret is never echoed
