@@ -21,6 +21,8 @@ def variables(settings: type[BaseSettings]) -> list[str]:
     prefix = settings.model_config.get("env_prefix", "") or ""
     names = []
     for field, info in settings.model_fields.items():
+        if isinstance(info.annotation, type) and issubclass(info.annotation, BaseSettings):
+            continue  # a branch of the settings tree (Settings.facts): its own fields count
         alias = info.validation_alias or info.alias
         names.append(alias.upper() if isinstance(alias, str) else (prefix + field).upper())
     return names

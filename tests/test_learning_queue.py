@@ -377,9 +377,11 @@ async def test_a_message_that_crashes_the_model_is_set_aside_while_others_learn(
     assert await backlog_of(world) == {"pending": 0, "failed": 1, "oldestPendingSeconds": None}
     (stuck,) = [job for job in await jobs_of(world) if job.status == "failed"]
 
-    from liz.learning_queue.health import set_aside
-
-    (aside,) = await set_aside(world.runtime.sessions)
+    app = create_app(world.framework, {AGENT: world.agent})
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://localhost"
+    ) as client:
+        (aside,) = (await client.get("/health")).json()["setAside"]
     assert aside["id"] == stuck.id and aside["userId"] == "ann"
     assert "answered 500" in aside["reason"]
 

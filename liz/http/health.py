@@ -11,7 +11,7 @@ from starlette.responses import JSONResponse, Response
 
 from liz.agent import BaseAgent
 from liz.db.health import WriteProbe
-from liz.learning_queue.health import learning_backlog
+from liz.learning_queue.health import learning_backlog, set_aside
 from liz.pipeline import AgentFramework
 from liz.tools.mcp_lifecycle import mcp_health
 
@@ -65,4 +65,6 @@ async def health(request: Request) -> Response:
         body["mcp"] = servers
     if framework.runtime.facts is not None:  # the facts still to learn
         body["learning"] = await learning_backlog(framework.runtime)
+        if database == "ok" and (aside := await set_aside(framework.runtime.sessions)):
+            body["setAside"] = aside  # messages learning gave up on (`liz facts retry ID`)
     return JSONResponse(body, status_code=status)
