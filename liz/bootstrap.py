@@ -16,6 +16,8 @@ from liz.db.engine import create_engine, make_sessionmaker
 from liz.facts.settings import warn_about_old_names
 from liz.facts.store import FactStore
 from liz.llm import LLMClient
+from liz.observe.metrics import watch_pool
+from liz.observe.tracing import configure_tracing, flush_tracing
 from liz.pipeline import AgentFramework, Middleware
 from liz.runtime import Runtime
 from liz.types import Clock, SystemClock
@@ -39,7 +41,9 @@ async def open_runtime(
     warn_about_old_names()
     fact_settings = settings.facts
     clock = clock or SystemClock()
+    configure_tracing()  # from the OTEL_* variables; nothing is exported unless they say where
     engine = create_engine(settings.database_url, settings)
+    watch_pool(engine)
     llm = llm_client or LLMClient.from_settings(settings)
     sessions = make_sessionmaker(engine)
     facts = None
@@ -67,6 +71,7 @@ async def open_runtime(
         if llm is not None and llm_client is None:
             await llm.close()
         await engine.dispose()
+        flush_tracing()
 
 
 def build_framework(

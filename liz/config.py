@@ -94,6 +94,12 @@ class Settings(BaseSettings):
     liz_header_timeout: float = Field(default=10.0, gt=0)
     # Open connections `liz serve` holds at most; more are answered 503 and closed.
     liz_max_connections: int = Field(default=1000, ge=1)
+    # GET /metrics without the API key (for a Prometheus on a private network).
+    liz_metrics_public: bool = False
+    # A JSON file of model prices over the default table (docs/observability.md).
+    liz_price_table: str | None = None
+    # Log lines as readable text, or one JSON object each with trace and span ids.
+    liz_log_format: Literal["text", "json"] = "text"
 
     @field_validator("liz_jwt_secret")
     @classmethod

@@ -8,6 +8,7 @@ anywhere reaches the framework's error handlers and becomes one error response.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -15,6 +16,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from liz.caller_errors import as_liz_error
 from liz.db.health import outage_log
 from liz.errors import LizError, StorageError, UsageError
+from liz.observe.turns import observe_turn, store_usage
+from liz.observe.usage import metering
 from liz.runtime import Runtime
 from liz.trace import Trace
 from liz.types import AgentReply, EventSink, InputObject, Memory, Next, TokenSink, Tool
@@ -247,18 +250,27 @@ class AgentFramework:
         chain = compose([*self._middleware, *agent.middleware, *self._chain])
         req = AgentRequest(input=input, agent=agent, runtime=self.runtime, dry_run=dry_run)
         res = AgentResponse(input, on_token=on_token, on_event=on_event)
-        with self.runtime.turns.one(), res.trace.recording():
+        started = time.perf_counter()
+        with (
+            observe_turn(input, agent.name) as turn,
+            self.runtime.turns.one(),
+            res.trace.recording(),
+            metering(res.trace.usage),
+        ):
             try:
                 await chain(req, res, _chain_end)
             except Exception as exc:
                 await self._handle_error(exc, req, res)
-        if not res.done:
-            res.fail(LizError("the middleware chain ended without sending a reply", status=500))
-        elif res.error is None:
-            outage_log(self.runtime.engine).succeeded()
-        asked_for = req.input.route if req.input.source.is_internal else None
-        route = None if res.reply is None else res.reply.route
-        res.trace.finish(req.facts, route, choice=req.route_choice, asked_for=asked_for)
+            if not res.done:
+                res.fail(LizError("the middleware chain ended without sending a reply", status=500))
+            elif res.error is None:
+                outage_log(self.runtime.engine).succeeded()
+            asked_for = req.input.route if req.input.source.is_internal else None
+            route = None if res.reply is None else res.reply.route
+            res.trace.finish(req.facts, route, choice=req.route_choice, asked_for=asked_for)
+            if not dry_run:
+                await store_usage(self.runtime, input, res.trace.usage)
+            turn.end(route, res.error, res.trace.usage, time.perf_counter() - started)
         return res
 
     async def _handle_error(self, exc: Exception, req: AgentRequest, res: AgentResponse) -> None:

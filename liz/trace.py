@@ -26,6 +26,9 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
+from liz.observe.tracing import span
+from liz.observe.usage import UsageMeter
+
 if TYPE_CHECKING:
     from liz.types import Next, RouteChoice
 
@@ -136,6 +139,8 @@ class Trace:
     recalled_facts: list[RecalledFact] = field(default_factory=list)
     # Each tool call (liz.tools): id, name, arguments, ok, result or error, durationMs.
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    # The tokens of each LLM call the turn made, as the provider reported them.
+    usage: UsageMeter = field(default_factory=UsageMeter)
     _active: list[str] = field(default_factory=list, repr=False)
     _task: asyncio.Task[Any] | None = field(default=None, repr=False)
 
@@ -145,6 +150,7 @@ class Trace:
             "route": None if self.route is None else self.route.to_json_dict(),
             "recalledFacts": [fact.to_json_dict() for fact in self.recalled_facts],
             "toolCalls": self.tool_calls,
+            "usage": self.usage.to_json_dict(),
             "steps": [step.to_json_dict() for step in self.steps],
         }
 
@@ -168,13 +174,16 @@ class Trace:
 
         self._active.append(timing.step)
         started = time.perf_counter()
-        try:
-            await step(req, res, timed_next)
-        finally:
-            self._active.pop()
-            total = time.perf_counter() - started
-            timing.total_ms = total * 1000
-            timing.own_ms = (total - downstream) * 1000
+        with span(f"step {timing.step}", {"liz.step": timing.step}) as current:
+            try:
+                await step(req, res, timed_next)
+            finally:
+                self._active.pop()
+                total = time.perf_counter() - started
+                timing.total_ms = total * 1000
+                timing.own_ms = (total - downstream) * 1000
+                if current is not None:
+                    current.set_attribute("liz.step.own_ms", round(timing.own_ms, 3))
 
     @contextmanager
     def recording(self) -> Iterator[Trace]:

@@ -18,6 +18,7 @@ from typing import Any
 
 from liz.db.driver import connect
 from liz.db.memories import insert_statement, store_memory
+from liz.db.usage import usage_statements
 from liz.learning_queue import jobs
 from liz.pipeline import AgentRequest, AgentResponse
 from liz.types import Generator, InputSource, Memory, Next
@@ -55,12 +56,20 @@ async def create_memory(req: AgentRequest, res: AgentResponse, next: Next) -> No
             await _learn_without_reply(req, said.id)
         return
     reply = _memory(req, {"text": res.reply.text, **res.memory_extras}, res.kind, "llm")
-    if not learn:
+    # The turn's token usage so far is kept in the reply's own transaction.
+    usage = res.trace.usage
+    spent = usage_statements(
+        usage.unstored(), agent_id=reply.agent_id, user_id=reply.user_id, at=reply.created_at
+    )
+    if not learn and not spent:
         await store_memory(engine, reply)
         return
-    came = jobs.reply_came_statement(said.id, reply.id, req.runtime.clock.now())
+    statements = [insert_statement(reply), *spent]
+    if learn:
+        statements.append(jobs.reply_came_statement(said.id, reply.id, req.runtime.clock.now()))
     async with connect(engine) as db:
-        await db.commit(insert_statement(reply), came)
+        await db.commit(*statements)
+    usage.stored = len(usage.calls)
 
 
 def _learnable(req: AgentRequest) -> bool:

@@ -20,6 +20,7 @@ from liz.cli.project import init
 from liz.cli.scripted import scripted_llm
 from liz.cli.serve import serve
 from liz.cli.twitter import twitter_app
+from liz.cli.usage import show_usage
 
 # Plain help (no rich rendering): `liz --help` and shell completion start in a blink.
 app = typer.Typer(
@@ -54,6 +55,7 @@ app.command()(serve)
 app.command()(chat)
 app.command()(init)
 app.command("scripted-llm")(scripted_llm)
+app.command("usage")(show_usage)
 app.add_typer(db_app, name="db")
 app.add_typer(twitter_app, name="twitter")
 app.add_typer(facts_app, name="facts")

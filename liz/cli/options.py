@@ -36,9 +36,11 @@ ScriptedOption = Annotated[
 
 
 def configure_logging(level: str) -> None:
-    logging.basicConfig(
-        level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    from liz.observe.logs import log_formatter
+
+    handler = logging.StreamHandler()
+    handler.setFormatter(log_formatter())  # LIZ_LOG_FORMAT: text or json
+    logging.basicConfig(level=level.upper(), handlers=[handler])
     # The HTTP clients under the openai SDK log every request at INFO.
     for noisy in ("httpx", "httpx2", "httpcore"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))

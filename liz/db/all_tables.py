@@ -9,6 +9,7 @@ from __future__ import annotations
 from liz.db import idempotency as idempotency_models  # noqa: F401
 from liz.db import tables as tables
 from liz.db import tool_approvals as tool_approval_tables  # noqa: F401
+from liz.db import usage as usage_tables  # noqa: F401
 from liz.db.tables import Base as Base
 from liz.facts import tables as fact_tables  # noqa: F401
 from liz.learning_queue import tables as learning_tables  # noqa: F401

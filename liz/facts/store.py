@@ -48,6 +48,7 @@ from liz.facts.storage import FactStorage, Nearest
 from liz.facts.vectors import Vector
 from liz.facts.writes import ScopeWrites, database_errors
 from liz.llm import LLMClient
+from liz.observe.memory import count_events, count_items, memory_span
 from liz.templates import PromptTemplates
 from liz.types import Clock, SystemClock
 
@@ -135,6 +136,19 @@ class FactStore:
         ...     "ada-bot", "user-1",
         ... )
         """
+        with memory_span("update_memory", agent_id):
+            events = await self._learn(exchanges, agent_id, user_id, agent_name, also)
+        count_events(events)
+        return events
+
+    async def _learn(
+        self,
+        exchanges: Sequence[Exchange],
+        agent_id: str,
+        user_id: str,
+        agent_name: str,
+        also: Sequence[ExtraStatement],
+    ) -> list[FactEvent]:
         await self.check()
         extracted = await extract_facts(
             self.llm,
@@ -180,21 +194,22 @@ class FactStore:
         await self.check()
         floor = self.settings.search_threshold if threshold is None else threshold
         # The embedding's round trip overlaps the search's first reads.
-        embedding = asyncio.ensure_future(self._query_vector(query))
-        try:
-            with database_errors():
-                if not self._dimensions:
-                    # Outside any session: a PostgreSQL index build takes a connection of
-                    # its own, and searches all waiting for one would drain the pool.
-                    await embedding
-                model = self.llm.embedding_model
-                nearest = Nearest((agent_id, user_id), embedding, model, limit, floor)
-                return await self.storage.search(query, nearest)
-        finally:
-            if not embedding.done():
-                embedding.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await embedding
+        with memory_span("search_memory", agent_id):
+            embedding = asyncio.ensure_future(self._query_vector(query))
+            try:
+                with database_errors():
+                    if not self._dimensions:
+                        # Outside any session: a PostgreSQL index build takes a connection of
+                        # its own, and searches all waiting for one would drain the pool.
+                        await embedding
+                    model = self.llm.embedding_model
+                    nearest = Nearest((agent_id, user_id), embedding, model, limit, floor)
+                    return await self.storage.search(query, nearest)
+            finally:
+                if not embedding.done():
+                    embedding.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, Exception):
+                        await embedding
 
     async def _query_vector(self, query: str) -> Vector:
         vector = await self._query_vectors.embed(query)
@@ -238,15 +253,18 @@ class FactStore:
         """
         await self.check()
         scope = (agent_id, user_id)
-        return await self._writes.run(
-            scope,
-            lambda: apply_batch(
-                batch,
-                self._context(scope, actor),
-                storage=self.storage,
-                llm=self.llm,
-            ),
-        )
+        with memory_span("update_memory", agent_id):
+            items = await self._writes.run(
+                scope,
+                lambda: apply_batch(
+                    batch,
+                    self._context(scope, actor),
+                    storage=self.storage,
+                    llm=self.llm,
+                ),
+            )
+        count_items(items)
+        return items
 
     async def update(
         self,

@@ -20,7 +20,9 @@ from liz.http.approvals import decide_approval
 from liz.http.edge import edge_middleware
 from liz.http.errors import exception_handlers
 from liz.http.health import health, list_agents
+from liz.http.metrics import metrics
 from liz.http.openapi import api_doc_routes
+from liz.http.usage import usage
 from liz.pipeline import AgentFramework
 from liz.playground import KeyPromptGate, favicon_routes, playground_routes
 
@@ -46,6 +48,8 @@ def routes(settings: Settings) -> list[BaseRoute]:
         Route("/agent/approvals/{approval_id}", decide_approval, methods=["POST"]),
         Route("/agents", list_agents, methods=["GET"]),
         Route("/health", health, methods=["GET"]),
+        Route("/metrics", metrics, methods=["GET"]),
+        Route("/usage", usage, methods=["GET"]),
         *fact_routes(),
         *api_doc_routes(),
         *favicon_routes(),

@@ -22,8 +22,10 @@ from liz.http.auth import Authenticate
 from liz.http.body import BodyLimit
 from liz.http.cross_site import HostCheck, JsonBodiesOnly, allowed_hosts
 from liz.http.deadline import RequestDeadline
+from liz.http.metrics import PublicMetrics
 from liz.http.path_segments import PathSegments
 from liz.http.request_context import RequestContext
+from liz.observe.asgi import ServerSpan
 
 # HS256 needs a key at least as long as its hash (RFC 7518, section 3.2).
 MIN_JWT_SECRET_BYTES = 32
@@ -41,12 +43,15 @@ def edge_middleware(
             "python -c 'import secrets; print(secrets.token_urlsafe(48))'"
         )
     middleware = [
+        Middleware(ServerSpan),  # the request's trace (liz.observe), outside the request id
         Middleware(RequestContext),
         Middleware(HostCheck, hosts=allowed_hosts(settings)),
         Middleware(PathSegments),
         Middleware(RequestDeadline, seconds=settings.liz_request_timeout),
     ]
     middleware.extend(before_auth)
+    if settings.liz_metrics_public:
+        middleware.append(Middleware(PublicMetrics))
     if api_key or jwt_secret:
         middleware.append(Middleware(Authenticate, api_key=api_key, jwt_secret=jwt_secret))
     middleware.append(Middleware(JsonBodiesOnly))

@@ -18,6 +18,7 @@ from starlette.routing import BaseRoute, Route
 from liz.facts.http import FACTS as FACTS_ROUTE
 from liz.http.approvals_openapi import TOOL_SSE_EVENTS, approval_operations
 from liz.http.openapi_schemas import SCHEMAS, Schema, ref, string
+from liz.observe.openapi_paths import OBSERVE_PATHS
 from liz.playground.pages import render_page
 
 # The facts path as the document writes it: without the routes' `:segment` converters.
@@ -153,6 +154,7 @@ def operations() -> dict[str, dict[str, Any]]:
                 },
             }
         },
+        **OBSERVE_PATHS,
         "/health": {
             "get": {
                 "tags": ["server"],

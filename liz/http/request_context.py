@@ -21,6 +21,7 @@ from liz.caller_errors import as_liz_error
 from liz.db.health import outage_log
 from liz.errors import InternalError, StorageError
 from liz.http.errors import error_response, log_failure
+from liz.observe.tracing import trace_ids
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +44,9 @@ class RequestContext:
             await self.app(scope, receive, send)
             return
         given = dict(scope["headers"]).get(REQUEST_ID_HEADER.lower().encode(), b"")
-        request_id = given.decode() if _WELL_FORMED_ID.fullmatch(given) else uuid.uuid4().hex
+        ids = trace_ids()  # with tracing on, the request id is the trace id
+        fresh = ids[0] if ids is not None else uuid.uuid4().hex
+        request_id = given.decode() if _WELL_FORMED_ID.fullmatch(given) else fresh
         scope.setdefault("state", {})["request_id"] = request_id
         started = False
 

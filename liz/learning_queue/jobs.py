@@ -36,6 +36,7 @@ from liz.db.tables import MemoryRecord
 from liz.db.types import UTCDateTime
 from liz.errors import InputError
 from liz.learning_queue.tables import FAILED, PENDING, LearningJobRecord
+from liz.observe.learning import current_traceparent
 from liz.types import Memory
 
 Job = LearningJobRecord
@@ -60,8 +61,8 @@ class Backlog:
 # turn's own transactions (liz.db.driver), skipping the session's overhead.
 _ENQUEUE = Statement.of(
     'INSERT INTO "LearningJob" ("memoryId", "agentId", "userId", "agentName", "status", '
-    '"attempts", "nextAttemptAt", "createdAt", "updatedAt") '
-    "VALUES ({}, {}, {}, {}, {}, 0, {}, {}, {})"
+    '"attempts", "nextAttemptAt", "createdAt", "updatedAt", "traceparent") '
+    "VALUES ({}, {}, {}, {}, {}, 0, {}, {}, {}, {})"
 )
 _REPLY_CAME = Statement.of(
     'UPDATE "LearningJob" SET "updatedAt" = {}, '
@@ -117,7 +118,10 @@ def enqueue_statement(said: Memory, agent_name: str, *, due: datetime) -> Bound:
     """The statement queueing learning from ``said`` (a user message, stored in the same
     transaction), to be tried from ``due`` on."""
     at = said.created_at
-    return _ENQUEUE.bind(said.id, said.agent_id, said.user_id, agent_name, PENDING, due, at, at)
+    trace = current_traceparent()  # the learning job's span links to this turn
+    return _ENQUEUE.bind(
+        said.id, said.agent_id, said.user_id, agent_name, PENDING, due, at, at, trace
+    )
 
 
 def reply_came_statement(memory_id: str, reply_id: str | None, now: datetime) -> Bound:

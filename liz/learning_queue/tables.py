@@ -44,3 +44,5 @@ class LearningJobRecord(Base):
     last_error: Mapped[str | None] = mapped_column("lastError", Text)
     created_at: Mapped[datetime] = mapped_column("createdAt", UTCDateTime())
     updated_at: Mapped[datetime] = mapped_column("updatedAt", UTCDateTime())
+    # The queueing turn's place in its trace (W3C traceparent), when it was traced.
+    traceparent: Mapped[str | None] = mapped_column(Text)

@@ -35,6 +35,8 @@ from liz.learning_queue.outcomes import (
 )
 from liz.learning_queue.settings import LearningSettings
 from liz.learning_queue.work import AlreadyLearned, Claimed, Said, Work, jobs_of, messages
+from liz.observe.learning import observe_learning
+from liz.observe.turns import store_learning_usage
 from liz.retry import retrying
 from liz.turns import TurnsUnderWay
 from liz.types import Clock
@@ -365,13 +367,18 @@ class LearningWorker:
         ids = [item.job.id for item in work]
         finish = ExtraStatement(jobs.finish_statement(ids), expected_rows=len(set(ids)))
         latest = work[-1].job
-        try:
-            await facts.learn(
-                [Exchange(item.exchange, item.job.memory_id) for item in work],
-                latest.agent_id,
-                latest.user_id,
-                agent_name=latest.agent_name,
-                also=[finish],
-            )
-        except ExtraStatementMismatch as exc:
-            raise AlreadyLearned(messages(jobs_of(work))) from exc
+        queued_by = [item.job.traceparent for item in work]
+        with observe_learning(latest.agent_id, queued_by, jobs=len(work)) as usage:
+            try:
+                await facts.learn(
+                    [Exchange(item.exchange, item.job.memory_id) for item in work],
+                    latest.agent_id,
+                    latest.user_id,
+                    agent_name=latest.agent_name,
+                    also=[finish],
+                )
+            except ExtraStatementMismatch as exc:
+                raise AlreadyLearned(messages(jobs_of(work))) from exc
+        await store_learning_usage(
+            self._sessions, self._clock, latest.agent_id, latest.user_id, usage
+        )

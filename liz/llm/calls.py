@@ -23,8 +23,9 @@ import openai
 from openai import AsyncOpenAI, AsyncStream
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
-from liz.llm.embedding_answers import Vector, read_embeddings
+from liz.llm.embedding_answers import Vector, read_embeddings_answer
 from liz.llm.errors import translate_openai_error
+from liz.observe.genai import LLMCallRecord, llm_call
 from liz.trace import record_llm_call
 
 log = logging.getLogger(__name__)
@@ -46,11 +47,40 @@ async def complete(
         body["response_format"] = response_format
     log.debug("chat completion: model %s, %d messages", model, len(messages))
     record_llm_call(model, messages, streamed=False, response_format=response_format)
-    try:
-        completion = await client.post("/chat/completions", body=body, cast_to=ChatCompletion)
-    except openai.OpenAIError as exc:
-        raise translate_openai_error(exc, model=model) from exc
+    with llm_call(
+        "chat", model, messages=messages, response_format=response_format, server=server(client)
+    ) as record:
+        try:
+            completion = await client.post("/chat/completions", body=body, cast_to=ChatCompletion)
+        except openai.OpenAIError as exc:
+            raise translate_openai_error(exc, model=model) from exc
+        read_completion(record, completion)
     return completion
+
+
+def server(client: AsyncOpenAI) -> tuple[str | None, int | None]:
+    """The endpoint's host and port, for the call's span."""
+    url = client.base_url
+    return url.host or None, url.port
+
+
+def read_completion(record: LLMCallRecord, completion: ChatCompletion) -> None:
+    """What a whole answer tells the call's record: model, id, usage, finish reasons."""
+    record.response_model = completion.model or None
+    record.response_id = completion.id or None
+    record.read_usage(completion.usage)
+    record.finish_reasons = [c.finish_reason for c in completion.choices if c.finish_reason]
+    if completion.choices:
+        record.output_text = completion.choices[0].message.content
+
+
+def read_chunk(record: LLMCallRecord, chunk: ChatCompletionChunk) -> None:
+    """What one streamed chunk tells the call's record (the last carries the usage)."""
+    record.response_model = chunk.model or record.response_model
+    record.response_id = chunk.id or record.response_id
+    if chunk.usage is not None:
+        record.read_usage(chunk.usage)
+    record.finish_reasons.extend(c.finish_reason for c in chunk.choices if c.finish_reason)
 
 
 async def stream_deltas(
@@ -61,29 +91,39 @@ async def stream_deltas(
     temperature: float | None = None,
 ) -> AsyncIterator[str]:
     """One chat completion, streamed: its text deltas as they arrive."""
-    body: dict[str, Any] = {"model": model, "messages": messages, "stream": True}
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": messages,
+        "stream": True,
+        "stream_options": {"include_usage": True},  # the last chunk carries the usage
+    }
     if temperature is not None:
         body["temperature"] = temperature
     record_llm_call(model, messages, streamed=True)
-    try:
-        chunks = await client.post(
-            "/chat/completions",
-            body=body,
-            cast_to=ChatCompletion,
-            stream=True,
-            stream_cls=AsyncStream[ChatCompletionChunk],
-        )
-    except openai.OpenAIError as exc:
-        raise translate_openai_error(exc, model=model) from exc
-    try:
-        async for chunk in chunks:
-            for choice in chunk.choices:
-                if choice.delta.content:
-                    yield choice.delta.content
-    except openai.OpenAIError as exc:
-        raise translate_openai_error(exc, model=model) from exc
-    finally:
-        await chunks.close()
+    with llm_call("chat", model, messages=messages, server=server(client)) as record:
+        try:
+            chunks = await client.post(
+                "/chat/completions",
+                body=body,
+                cast_to=ChatCompletion,
+                stream=True,
+                stream_cls=AsyncStream[ChatCompletionChunk],
+            )
+        except openai.OpenAIError as exc:
+            raise translate_openai_error(exc, model=model) from exc
+        text: list[str] = []
+        try:
+            async for chunk in chunks:
+                read_chunk(record, chunk)
+                for choice in chunk.choices:
+                    if choice.delta.content:
+                        text.append(choice.delta.content)
+                        yield choice.delta.content
+        except openai.OpenAIError as exc:
+            raise translate_openai_error(exc, model=model) from exc
+        finally:
+            record.output_text = "".join(text)
+            await chunks.close()
 
 
 async def embed_batch(client: AsyncOpenAI, model: str, texts: list[str]) -> list[list[float]]:
@@ -109,12 +149,16 @@ async def _embeddings(
 ) -> list[Vector]:
     """The answer is read here (liz.llm.embedding_answers), not by the SDK: checked, and
     in a quarter less CPU."""
-    try:
-        response = await client.post(
-            "/embeddings",
-            body={"model": model, "input": texts, "encoding_format": encoding},
-            cast_to=bytes,  # the body as it came
-        )
-    except openai.OpenAIError as exc:
-        raise translate_openai_error(exc, model=model) from exc
-    return read_embeddings(response, model=model, count=len(texts))
+    with llm_call("embeddings", model, server=server(client)) as record:
+        try:
+            response = await client.post(
+                "/embeddings",
+                body={"model": model, "input": texts, "encoding_format": encoding},
+                cast_to=bytes,  # the body as it came
+            )
+        except openai.OpenAIError as exc:
+            raise translate_openai_error(exc, model=model) from exc
+        answer = read_embeddings_answer(response, model=model, count=len(texts))
+        record.response_model = answer.model
+        record.input_tokens = answer.input_tokens
+    return answer.vectors

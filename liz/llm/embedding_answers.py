@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -23,9 +24,23 @@ from liz.llm.errors import LLMOutputError
 Vector = npt.NDArray[np.float32] | npt.NDArray[np.float64]
 
 
+@dataclass(frozen=True)
+class EmbeddingsAnswer:
+    """The vectors, the model that made them and the tokens it counted."""
+
+    vectors: list[Vector]
+    model: str
+    input_tokens: int
+
+
 def read_embeddings(content: bytes, *, model: str, count: int) -> list[Vector]:
     """The ``count`` vectors of an embeddings answer, in the order of the texts sent
     (each item's ``index``; the items' order when none has one)."""
+    return read_embeddings_answer(content, model=model, count=count).vectors
+
+
+def read_embeddings_answer(content: bytes, *, model: str, count: int) -> EmbeddingsAnswer:
+    """The answer's vectors (as :func:`read_embeddings`), with its model and usage."""
     shown = content[:300].decode("utf-8", "replace")
     try:
         answer = json.loads(content)
@@ -65,7 +80,14 @@ def read_embeddings(content: bytes, *, model: str, count: int) -> list[Vector]:
             f"({', '.join(map(str, sizes))}) in one answer",
             output=shown,
         )
-    return found
+    usage = answer.get("usage")
+    tokens = usage.get("prompt_tokens") if isinstance(usage, dict) else None
+    answered_by = answer.get("model")
+    return EmbeddingsAnswer(
+        found,
+        answered_by if isinstance(answered_by, str) and answered_by else model,
+        tokens if isinstance(tokens, int) else 0,
+    )
 
 
 def _vector(embedding: Any, *, model: str, index: int, shown: str) -> Vector:

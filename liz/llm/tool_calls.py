@@ -14,7 +14,9 @@ import openai
 from openai import AsyncOpenAI, AsyncStream
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
+from liz.llm.calls import read_chunk, read_completion, server
 from liz.llm.errors import translate_openai_error
+from liz.observe.genai import LLMCallRecord, llm_call
 from liz.trace import record_llm_call
 
 TextSink = Callable[[str], Awaitable[None]]
@@ -61,26 +63,34 @@ async def tool_step(
 ) -> ToolStep:
     """Ask once, offering ``tools``; streamed when ``on_text`` is given."""
     body: dict[str, Any] = {"model": model, "messages": messages, "stream": on_text is not None}
+    if on_text is not None:
+        body["stream_options"] = {"include_usage": True}
     if tools:
         body["tools"] = tools
     record_llm_call(model, messages, streamed=on_text is not None)
-    try:
-        if on_text is None:
-            completion = await client.post("/chat/completions", body=body, cast_to=ChatCompletion)
-            return _whole(completion)
-        chunks = await client.post(
-            "/chat/completions",
-            body=body,
-            cast_to=ChatCompletion,
-            stream=True,
-            stream_cls=AsyncStream[ChatCompletionChunk],
-        )
+    with llm_call("chat", model, messages=messages, server=server(client)) as record:
         try:
-            return await _streamed(chunks, on_text)
-        finally:
-            await chunks.close()
-    except openai.OpenAIError as exc:
-        raise translate_openai_error(exc, model=model) from exc
+            if on_text is None:
+                completion = await client.post(
+                    "/chat/completions", body=body, cast_to=ChatCompletion
+                )
+                read_completion(record, completion)
+                return _whole(completion)
+            chunks = await client.post(
+                "/chat/completions",
+                body=body,
+                cast_to=ChatCompletion,
+                stream=True,
+                stream_cls=AsyncStream[ChatCompletionChunk],
+            )
+            try:
+                step = await _streamed(chunks, on_text, record)
+                record.output_text = step.text
+                return step
+            finally:
+                await chunks.close()
+        except openai.OpenAIError as exc:
+            raise translate_openai_error(exc, model=model) from exc
 
 
 def _whole(completion: ChatCompletion) -> ToolStep:
@@ -95,10 +105,13 @@ def _whole(completion: ChatCompletion) -> ToolStep:
     return ToolStep(message.content or "", calls)
 
 
-async def _streamed(chunks: AsyncStream[ChatCompletionChunk], on_text: TextSink) -> ToolStep:
+async def _streamed(
+    chunks: AsyncStream[ChatCompletionChunk], on_text: TextSink, record: LLMCallRecord
+) -> ToolStep:
     text: list[str] = []
     pieces: dict[int, dict[str, str]] = {}  # call index -> id, name, arguments so far
     async for chunk in chunks:
+        read_chunk(record, chunk)
         for choice in chunk.choices:
             delta = choice.delta
             if delta.content:

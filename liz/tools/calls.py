@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from liz.llm.tool_calls import RequestedCall
+from liz.observe.tools import tool_outcome, tool_span
 from liz.tools.context import ToolContext
 from liz.types import Tool
 
@@ -75,6 +76,19 @@ async def run_call(
     timeout: float,
 ) -> CallOutcome:
     """Run ``call`` on ``tool`` (None: the model made the name up) within ``timeout`` seconds."""
+    with tool_span(call.name, call.id) as current:
+        outcome = await _run_call(call, tool, ctx, known, timeout)
+        tool_outcome(current, outcome.ok, outcome.error)
+    return outcome
+
+
+async def _run_call(
+    call: RequestedCall,
+    tool: Tool | None,
+    ctx: ToolContext | None,
+    known: list[str],
+    timeout: float,
+) -> CallOutcome:
     arguments = parsed_arguments(call)
     started = time.perf_counter()
 

@@ -44,6 +44,7 @@ from sqlalchemy import ColumnElement, delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from liz.errors import LizError
+from liz.observe import metrics
 from liz.twitter.context import BotContext
 from liz.twitter.errors import (
     TwitterDuplicate,
@@ -233,7 +234,9 @@ async def _post(
     # Noted before the call: if the process dies during it, the next run looks first.
     await _set(ctx, row, attempted_at=ctx.clock.now())
     try:
-        return await ctx.transport.post(row.text, reply_to=parent)
+        posted = await ctx.transport.post(row.text, reply_to=parent)
+        metrics.twitter("post")
+        return posted
     except TwitterOutcomeUnknown:
         raise  # it may be on X: attemptedAt stays, and the next try looks for it first
     except TwitterDuplicate as exc:

@@ -32,6 +32,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from liz.errors import LizError, LLMError
+from liz.observe import metrics
 from liz.twitter.context import BotContext
 from liz.twitter.errors import (
     FATAL_ERRORS,
@@ -110,7 +111,9 @@ class ReplyCycle:
             await self._unseen.look()
 
         async def mentions(since_id: int | None, not_before: datetime | None) -> list[Tweet]:
-            return await transport.mentions(since_id, not_before=not_before)
+            found = await transport.mentions(since_id, not_before=not_before)
+            metrics.twitter("read", len(found))
+            return found
 
         await self._run_stream(MENTIONS_STREAM, mentions)
         for username in self.ctx.settings.target_users:
@@ -119,7 +122,9 @@ class ReplyCycle:
     async def _user_tweets(
         self, username: str, since_id: int | None, not_before: datetime | None
     ) -> list[Tweet]:
-        return await self.ctx.transport.user_tweets(username, since_id, not_before=not_before)
+        found = await self.ctx.transport.user_tweets(username, since_id, not_before=not_before)
+        metrics.twitter("read", len(found))
+        return found
 
     async def _run_stream(self, stream: str, fetch: Fetch) -> None:
         ctx = self.ctx

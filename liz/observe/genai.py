@@ -1,0 +1,130 @@
+"""One LLM call, observed as the OpenTelemetry GenAI conventions describe it.
+
+:func:`llm_call` wraps a request: a client span ``{operation} {model}`` with the
+``gen_ai.*`` attributes, liz's purpose for the call (``liz.llm.purpose``), the Prometheus
+counters, and the turn's usage. Message content goes in the span only when
+``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+from opentelemetry.trace import Span, SpanKind
+
+from liz.observe import metrics
+from liz.observe.tracing import capture_content, span
+from liz.observe.usage import CallUsage, record_usage
+
+# The structured answers whose schema names the call's purpose; any other chat is a reply.
+_PURPOSE_BY_SCHEMA = {
+    "RouteChoice": "route",
+    "ExtractedFacts": "extract",
+    "ReconcilePlan": "reconcile",
+    "ShouldRespond": "decide",
+    "BooleanAnswer": "decide",
+}
+
+_purpose: ContextVar[str | None] = ContextVar("liz_llm_purpose", default=None)
+
+
+@contextmanager
+def llm_purpose(purpose: str) -> Iterator[None]:
+    """Name the purpose of the LLM calls made inside the block (your own steps' calls)."""
+    token = _purpose.set(purpose)
+    try:
+        yield
+    finally:
+        _purpose.reset(token)
+
+
+def purpose_of(operation: str, response_format: dict[str, Any] | None = None) -> str:
+    given = _purpose.get()
+    if given is not None:
+        return given
+    if operation == "embeddings":
+        return "embed"
+    if response_format is not None:
+        name = response_format.get("json_schema", {}).get("name")
+        if name in _PURPOSE_BY_SCHEMA:
+            return _PURPOSE_BY_SCHEMA[name]
+    return "reply"
+
+
+@dataclass
+class LLMCallRecord:
+    """What a call learned from its answer; fill it in before the block ends."""
+
+    response_model: str | None = None
+    response_id: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    finish_reasons: list[str] = field(default_factory=list)
+    output_text: str | None = None
+
+    def read_usage(self, usage: Any) -> None:
+        """Take the tokens of an ``openai`` usage object (or its dict), when there is one."""
+        if usage is None:
+            return
+        fields = usage if isinstance(usage, dict) else vars(usage)
+        self.input_tokens = int(fields.get("prompt_tokens") or 0)
+        self.output_tokens = int(fields.get("completion_tokens") or 0)
+
+
+@contextmanager
+def llm_call(
+    operation: str,
+    model: str,
+    *,
+    messages: Sequence[dict[str, Any]] | None = None,
+    response_format: dict[str, Any] | None = None,
+    server: tuple[str | None, int | None] = (None, None),
+) -> Iterator[LLMCallRecord]:
+    """Observe one request to the model; the record is read when the block ends."""
+    purpose = purpose_of(operation, response_format)
+    record = LLMCallRecord()
+    attributes: dict[str, Any] = {
+        "gen_ai.operation.name": operation,
+        "gen_ai.provider.name": "openai",
+        "gen_ai.request.model": model,
+        "liz.llm.purpose": purpose,
+    }
+    host, port = server
+    if host:
+        attributes["server.address"] = host
+    if port:
+        attributes["server.port"] = port
+    with span(f"{operation} {model}", attributes, kind=SpanKind.CLIENT) as current:
+        if current is not None and messages is not None and capture_content():
+            current.set_attribute("gen_ai.input.messages", json.dumps(list(messages)))
+        try:
+            yield record
+        finally:
+            _finish(current, operation, model, purpose, record)
+
+
+def _finish(
+    current: Span | None, operation: str, model: str, purpose: str, record: LLMCallRecord
+) -> None:
+    response_model = record.response_model or model
+    metrics.llm_call(response_model, purpose, record.input_tokens, record.output_tokens)
+    record_usage(
+        CallUsage(operation, response_model, purpose, record.input_tokens, record.output_tokens)
+    )
+    if current is None:
+        return
+    current.set_attribute("gen_ai.response.model", response_model)
+    current.set_attribute("gen_ai.usage.input_tokens", record.input_tokens)
+    current.set_attribute("gen_ai.usage.output_tokens", record.output_tokens)
+    if record.response_id:
+        current.set_attribute("gen_ai.response.id", record.response_id)
+    if record.finish_reasons:
+        current.set_attribute("gen_ai.response.finish_reasons", record.finish_reasons)
+    if record.output_text is not None and capture_content():
+        output = [{"role": "assistant", "content": record.output_text}]
+        current.set_attribute("gen_ai.output.messages", json.dumps(output))

@@ -1,0 +1,101 @@
+"""A turn, observed: its span (agent, source, route, outcome, tokens), metrics and usage rows."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from opentelemetry.trace import Span, Status, StatusCode
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from liz.db.driver import connect
+from liz.db.usage import usage_statements
+from liz.observe import metrics
+from liz.observe.tracing import span
+from liz.observe.usage import UsageMeter
+
+if TYPE_CHECKING:
+    from liz.errors import LizError
+    from liz.runtime import Runtime
+    from liz.types import Clock, InputObject
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class ObservedTurn:
+    agent_id: str
+    span: Span | None
+
+    def end(
+        self, route: str | None, error: LizError | None, usage: UsageMeter, seconds: float
+    ) -> None:
+        """Record the turn's outcome on its span and in the metrics."""
+        status = "ok" if error is None else str(error.status)
+        metrics.turn(self.agent_id, route, status, seconds)
+        if self.span is None:
+            return
+        self.span.set_attribute("liz.route", route or "")
+        self.span.set_attribute("liz.outcome", "reply" if error is None else "error")
+        self.span.set_attribute("liz.status", status)
+        self.span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
+        self.span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
+        if error is not None and error.status >= 500:
+            self.span.set_status(Status(StatusCode.ERROR, error.message))
+
+
+@contextmanager
+def observe_turn(input: InputObject, agent_name: str) -> Iterator[ObservedTurn]:
+    """The turn's span around the block (its steps' and LLM calls' spans are its children)."""
+    attributes = {
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.agent.id": input.agent_id,
+        "gen_ai.agent.name": agent_name,
+        "liz.source": str(input.source),
+    }
+    with span(f"invoke_agent {agent_name}", attributes) as current:
+        yield ObservedTurn(input.agent_id, current)
+
+
+async def store_usage(runtime: Runtime, input: InputObject, usage: UsageMeter) -> None:
+    """Add the turn's tokens to the usage table; a failure is logged, the reply still goes."""
+    at = runtime.clock.now()
+    await _store(runtime.engine, at, input.agent_id, input.user_id, usage, "the turn's")
+
+
+async def store_learning_usage(
+    sessions: async_sessionmaker[AsyncSession],
+    clock: Clock,
+    agent_id: str,
+    user_id: str,
+    usage: UsageMeter,
+) -> None:
+    """Add a learning job's tokens (extraction, reconcile, embeddings) to the usage table."""
+    async with sessions() as session:
+        engine = session.bind
+    if isinstance(engine, AsyncEngine):
+        await _store(engine, clock.now(), agent_id, user_id, usage, "a learning job's")
+
+
+async def _store(
+    engine: AsyncEngine,
+    at: datetime,
+    agent_id: str,
+    user_id: str,
+    usage: UsageMeter,
+    whose: str,
+) -> None:
+    calls = usage.unstored()
+    if not calls:
+        return
+    try:
+        async with connect(engine) as db:
+            await db.commit(*usage_statements(calls, agent_id=agent_id, user_id=user_id, at=at))
+    except Exception as exc:
+        logger.warning("%s token usage was not stored: %r", whose, exc)
+        return
+    usage.stored = len(usage.calls)

@@ -1,0 +1,84 @@
+"""Token usage as it happens: each LLM call's ``usage``, kept on the unit of work that made it.
+
+A turn (``AgentFramework.process``) or a learning job opens :func:`metering`; every LLM
+call made while it is open, by its task or one it started (a shared query embedding),
+adds a :class:`CallUsage`. Work that opens a meter of its own (learning) counts there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class CallUsage:
+    """One LLM call's tokens, as the provider reported them."""
+
+    operation: str  # chat or embeddings
+    model: str
+    purpose: str  # reply, route, extract, reconcile, embed, ...
+    input_tokens: int
+    output_tokens: int
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "operation": self.operation,
+            "model": self.model,
+            "purpose": self.purpose,
+            "inputTokens": self.input_tokens,
+            "outputTokens": self.output_tokens,
+        }
+
+
+@dataclass
+class UsageMeter:
+    """The calls of one unit of work."""
+
+    calls: list[CallUsage] = field(default_factory=list)
+    stored: int = 0  # the calls before this one are in the usage table already
+    _open: bool = field(default=False, repr=False)
+
+    @property
+    def input_tokens(self) -> int:
+        return sum(call.input_tokens for call in self.calls)
+
+    @property
+    def output_tokens(self) -> int:
+        return sum(call.output_tokens for call in self.calls)
+
+    def unstored(self) -> list[CallUsage]:
+        """The calls not yet in the usage table."""
+        return self.calls[self.stored :]
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "inputTokens": self.input_tokens,
+            "outputTokens": self.output_tokens,
+            "calls": [call.to_json_dict() for call in self.calls],
+        }
+
+
+_current: ContextVar[UsageMeter | None] = ContextVar("liz_usage", default=None)
+
+
+@contextmanager
+def metering(meter: UsageMeter | None = None) -> Iterator[UsageMeter]:
+    """While the block runs, the LLM calls made in its context are added to the meter."""
+    meter = meter or UsageMeter()
+    meter._open = True
+    token = _current.set(meter)
+    try:
+        yield meter
+    finally:
+        _current.reset(token)
+        meter._open = False
+
+
+def record_usage(call: CallUsage) -> None:
+    meter = _current.get()
+    if meter is not None and meter._open:
+        meter.calls.append(call)

@@ -1,0 +1,271 @@
+"""One turn's OpenTelemetry trace, as a collector receives it over OTLP/HTTP.
+
+A real receiver (tests/otlp_receiver.py) is the exporter's endpoint; the turn runs over
+the HTTP app against the scripted model, with facts on.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from liz.agent import BaseAgent
+from liz.bootstrap import build_framework, open_runtime
+from liz.config import Settings
+from liz.errors import UsageError
+from liz.http import create_app
+from liz.observe.logs import log_formatter
+from liz.observe.tracing import configure_tracing
+from liz.pipeline import AgentFramework, AgentRequest, AgentResponse
+from liz.testing.scripted_model import scripted_model
+from liz.types import Next
+from tests.otlp_receiver import Receiver, otlp_receiver
+
+pytestmark = pytest.mark.anyio
+
+AGENT = "business-advisor"
+SECRET = "my cat is called Zanzibar"
+INCOMING_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
+TRACEPARENT = f"00-{INCOMING_TRACE}-00f067aa0ba902b7-01"
+
+
+@pytest.fixture
+def receiver(monkeypatch: pytest.MonkeyPatch) -> Iterator[Receiver]:
+    with otlp_receiver() as receiver:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url)
+        monkeypatch.setenv("OTEL_SERVICE_NAME", "liz-under-test")
+        yield receiver
+    configure_tracing({})  # tracing off again for the tests after this one
+
+
+def message(text: str = SECRET) -> dict[str, Any]:
+    return {"input": {"agentId": AGENT, "userId": "ann", "text": text}}
+
+
+async def one_turn(
+    settings: Settings,
+    agent: BaseAgent,
+    *,
+    headers: dict[str, str] | None = None,
+    broken: bool = False,
+) -> httpx.Response:
+    llm = scripted_model().llm_client()
+    async with open_runtime(settings, llm_client=llm) as runtime:
+        framework: AgentFramework = build_framework(runtime)
+        if broken:
+            framework.use(_broken)
+        app = create_app(framework, {agent.agent_id: agent})
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
+            response = await client.post("/agent/input", json=message(), headers=headers or {})
+        await runtime.background.drain()  # the learning the turn started is done
+    await llm.close()
+    return response  # leaving open_runtime exported every span
+
+
+async def _broken(req: AgentRequest, res: AgentResponse, next: Next) -> None:
+    raise RuntimeError("a bug in the user's own middleware")
+
+
+@pytest.fixture
+async def turn(receiver: Receiver, settings: Settings, agent: BaseAgent) -> AsyncIterator[Receiver]:
+    response = await one_turn(settings, agent, headers={"traceparent": TRACEPARENT})
+    assert response.status_code == 200
+    yield receiver
+
+
+async def test_one_turn_is_one_trace_continuing_the_callers_traceparent(turn: Receiver) -> None:
+    (server,) = turn.named("POST")
+    assert server.trace_id == INCOMING_TRACE
+    assert server.parent_id == "00f067aa0ba902b7"
+    assert server.service == "liz-under-test"
+    assert server.attributes["http.response.status_code"] == 200
+    (invoke,) = turn.named("invoke_agent")
+    assert invoke.parent_id == server.span_id
+    assert invoke.attributes["gen_ai.agent.id"] == AGENT
+    assert invoke.attributes["liz.route"] == "conversation"
+    assert invoke.attributes["liz.outcome"] == "reply"
+    own = [*turn.named("step "), *turn.named("chat scripted-large")]
+    assert {s.trace_id for s in own} == {INCOMING_TRACE}
+
+
+async def test_each_chain_step_is_a_span_nested_as_the_onion_runs(turn: Receiver) -> None:
+    (invoke,) = turn.named("invoke_agent")
+    steps = {s.name: s for s in turn.named("step ")}
+    assert {"step validate_input", "step recall_facts.recall", "step router"} <= steps.keys()
+    chain = [s for s in turn.children(invoke) if s.name.startswith("step ")]
+    assert [s.name for s in chain] == ["step validate_input"]
+    assert steps["step load_memories.load"].parent_id == steps["step validate_input"].span_id
+    # The reply's LLM call is the router step's child (the route runs inside it).
+    (reply,) = [s for s in turn.named("chat ") if s.attributes["liz.llm.purpose"] == "reply"]
+    assert reply.parent_id == steps["step router"].span_id
+    # Recalling facts embedded the input, as the recall step's child.
+    (search,) = turn.named("search_memory facts")
+    assert search.parent_id == steps["step recall_facts.recall"].span_id
+    assert search.attributes["gen_ai.operation.name"] == "search_memory"
+    (query_embedding,) = turn.children(search)
+    assert query_embedding.attributes["liz.llm.purpose"] == "embed"
+
+
+async def test_llm_calls_carry_the_genai_attributes_and_token_usage(turn: Receiver) -> None:
+    chats = turn.named("chat ")
+    purposes = {s.attributes["liz.llm.purpose"] for s in chats}
+    assert {"reply", "extract"} <= purposes
+    (reply,) = [s for s in chats if s.attributes["liz.llm.purpose"] == "reply"]
+    assert reply.kind == 3  # SPAN_KIND_CLIENT
+    assert reply.attributes["gen_ai.operation.name"] == "chat"
+    assert reply.attributes["gen_ai.request.model"] == "scripted-large"
+    assert reply.attributes["gen_ai.response.model"] == "scripted-large"
+    assert reply.attributes["gen_ai.usage.input_tokens"] > 0
+    assert reply.attributes["gen_ai.usage.output_tokens"] > 0
+    assert reply.attributes["gen_ai.response.finish_reasons"] == ["stop"]
+    embeds = turn.named("embeddings ")
+    assert embeds and all(s.attributes["liz.llm.purpose"] == "embed" for s in embeds)
+    assert all(s.attributes["gen_ai.usage.input_tokens"] > 0 for s in embeds)
+    # The turn's span sums its own calls: the reply and the recall's embedding.
+    (invoke,) = turn.named("invoke_agent")
+    own = [s for s in [*chats, *embeds] if s.trace_id == invoke.trace_id]
+    for direction in ("input", "output"):
+        key = f"gen_ai.usage.{direction}_tokens"
+        assert invoke.attributes[key] == sum(s.attributes[key] for s in own)
+
+
+async def test_no_message_content_is_recorded_by_default(turn: Receiver) -> None:
+    for received in turn.spans:
+        for value in received.attributes.values():
+            assert "Zanzibar" not in str(value), received.name
+        assert "gen_ai.input.messages" not in received.attributes
+
+
+async def test_message_content_is_recorded_when_the_environment_asks(
+    receiver: Receiver, settings: Settings, agent: BaseAgent, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
+    await one_turn(settings, agent)
+    (reply,) = [s for s in receiver.named("chat ") if s.attributes["liz.llm.purpose"] == "reply"]
+    assert "Zanzibar" in reply.attributes["gen_ai.input.messages"]
+    assert "gen_ai.output.messages" in reply.attributes
+
+
+async def test_a_500s_request_id_is_its_trace_id(
+    receiver: Receiver, settings: Settings, agent: BaseAgent
+) -> None:
+    response = await one_turn(settings, agent, broken=True)
+    assert response.status_code == 500
+    request_id = response.json()["requestId"]
+    (server,) = receiver.named("POST")
+    assert request_id == server.trace_id
+    assert server.status_code == 2  # STATUS_CODE_ERROR
+    (step,) = receiver.named("step _broken")
+    assert step.status_code == 2
+
+
+async def test_json_log_lines_carry_the_trace_and_span_ids(
+    receiver: Receiver, settings: Settings, agent: BaseAgent
+) -> None:
+    lines = io.StringIO()
+    handler = logging.StreamHandler(lines)
+    handler.setFormatter(log_formatter("json"))
+    logger = logging.getLogger("liz.pipeline")
+    logger.addHandler(handler)
+    try:
+        response = await one_turn(settings, agent, broken=True)
+    finally:
+        logger.removeHandler(handler)
+    (line,) = [json.loads(text) for text in lines.getvalue().splitlines()]
+    assert line["level"] == "ERROR" and line["logger"] == "liz.pipeline"
+    assert "a bug in the user's own middleware" in line["exception"]
+    assert line["trace_id"] == response.json()["requestId"]
+    (invoke,) = receiver.named("invoke_agent")
+    assert line["span_id"] == invoke.span_id
+
+
+def test_an_unknown_log_format_is_refused_with_the_choices() -> None:
+    with pytest.raises(UsageError, match="use text or json"):
+        log_formatter("yaml")
+
+
+async def test_the_learning_job_is_a_trace_of_its_own_linked_to_its_turn(turn: Receiver) -> None:
+    (learn,) = turn.named("learn facts")
+    assert learn.parent_id == ""  # a root: any process may learn the job, at any time
+    assert learn.trace_id != INCOMING_TRACE
+    (stored_by,) = turn.named("step create_memory")
+    assert learn.links == [(INCOMING_TRACE, stored_by.span_id)]
+    assert learn.attributes["liz.learning.jobs"] == 1
+    learned = [s for s in turn.spans if s.trace_id == learn.trace_id]
+    purposes = {s.attributes.get("liz.llm.purpose") for s in learned}
+    assert "extract" in purposes
+    (write,) = [s for s in learned if s.name == "update_memory facts"]
+    assert write.parent_id == learn.span_id
+
+
+def test_a_tool_call_is_a_span_of_the_turn(
+    receiver: Receiver, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from liz.testing.openai_server import ScriptedOpenAI, call_tool
+    from tests.test_tools_calls import clerk_with_orders
+    from tests.tools_world import say, served, tool_app
+
+    monkeypatch.setenv("LIZ_FACTS_ENABLED", "false")  # only the turn's own calls
+    scripted = ScriptedOpenAI()
+    scripted.reply(call_tool("order_status", {"order_id": "A1"}), "Your order A1 has shipped.")
+    with (
+        scripted.serve() as llm_url,
+        served(tool_app(clerk_with_orders([]), database_url, llm_url)) as client,
+    ):
+        assert client.post("/agent/input", json=say()).status_code == 200
+    (tool,) = receiver.named("execute_tool order_status")
+    assert tool.attributes["gen_ai.tool.name"] == "order_status"
+    assert tool.attributes["liz.tool.ok"] is True
+    (invoke,) = receiver.named("invoke_agent")
+    assert tool.trace_id == invoke.trace_id
+    chats = receiver.named("chat ")
+    assert len(chats) == 2 and all(c.trace_id == invoke.trace_id for c in chats)
+
+
+async def test_the_learning_jobs_tokens_are_in_the_usage_table(
+    turn: Receiver, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import anyio
+    from typer.testing import CliRunner
+
+    from liz.cli import app as cli
+
+    (extract,) = [s for s in turn.named("chat ") if s.attributes["liz.llm.purpose"] == "extract"]
+    monkeypatch.setenv("DATABASE_URL", settings.database_url)
+    result = await anyio.to_thread.run_sync(
+        lambda: CliRunner().invoke(cli, ["usage", "--by", "model"])
+    )
+    assert result.exit_code == 0, result.output
+    rows = {line.split()[0]: line.split() for line in result.output.splitlines()[1:]}
+    assert rows["scripted-small"][2] == str(extract.attributes["gen_ai.usage.input_tokens"])
+    assert rows["scripted-small"][3] == str(extract.attributes["gen_ai.usage.output_tokens"])
+
+
+async def test_your_own_middlewares_spans_join_the_turns_trace(
+    receiver: Receiver, settings: Settings, agent: BaseAgent
+) -> None:
+    from opentelemetry import trace
+
+    async def enrich(req: AgentRequest, res: AgentResponse, next: Next) -> None:
+        with trace.get_tracer("my-agent").start_as_current_span("look up the customer"):
+            req.state["customer"] = "pro"
+        await next()
+
+    llm = scripted_model().llm_client()
+    async with open_runtime(settings, llm_client=llm) as runtime:
+        framework = build_framework(runtime).use(enrich)
+        app = create_app(framework, {agent.agent_id: agent})
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
+            assert (await client.post("/agent/input", json=message())).status_code == 200
+    await llm.close()
+    (step,) = receiver.named("step test_your_own_middlewares_spans_join_the_turns_trace.enrich")
+    (own,) = receiver.named("look up the customer")
+    assert own.parent_id == step.span_id and own.trace_id == step.trace_id
