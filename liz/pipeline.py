@@ -269,7 +269,14 @@ class AgentFramework:
             route = None if res.reply is None else res.reply.route
             res.trace.finish(req.facts, route, choice=req.route_choice, asked_for=asked_for)
             if not dry_run:
-                await store_usage(self.runtime, input, res.trace.usage)
+                await store_usage(
+                    self.runtime.engine,
+                    self.runtime.clock.now(),
+                    input.agent_id,
+                    input.user_id,
+                    res.trace.usage,
+                    "the turn's",
+                )
             turn.end(route, res.error, res.trace.usage, time.perf_counter() - started)
         return res
 

@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from tenacity import wait_exponential
 
 from liz.background import BackgroundTasks
@@ -36,7 +36,7 @@ from liz.learning_queue.outcomes import (
 from liz.learning_queue.settings import LearningSettings
 from liz.learning_queue.work import AlreadyLearned, Claimed, Said, Work, jobs_of, messages
 from liz.observe.learning import observe_learning
-from liz.observe.turns import store_learning_usage
+from liz.observe.turns import store_usage
 from liz.retry import retrying
 from liz.turns import TurnsUnderWay
 from liz.types import Clock
@@ -57,6 +57,7 @@ class LearningWorker:
         self,
         *,
         facts: FactStore | None,
+        engine: AsyncEngine,
         sessions: async_sessionmaker[AsyncSession],
         clock: Clock,
         settings: LearningSettings,
@@ -65,6 +66,7 @@ class LearningWorker:
     ) -> None:
         self.facts = facts
         self.settings = settings
+        self._engine = engine
         self._sessions = sessions
         self._clock = clock
         self._turns = turns
@@ -379,6 +381,5 @@ class LearningWorker:
                 )
             except ExtraStatementMismatch as exc:
                 raise AlreadyLearned(messages(jobs_of(work))) from exc
-        await store_learning_usage(
-            self._sessions, self._clock, latest.agent_id, latest.user_id, usage
-        )
+        at = self._clock.now()
+        await store_usage(self._engine, at, latest.agent_id, latest.user_id, usage, "learning's")

@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from opentelemetry.trace import Span, Status, StatusCode
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from liz.db.driver import connect
 from liz.db.usage import usage_statements
@@ -20,8 +20,7 @@ from liz.observe.usage import UsageMeter
 
 if TYPE_CHECKING:
     from liz.errors import LizError
-    from liz.runtime import Runtime
-    from liz.types import Clock, InputObject
+    from liz.types import InputObject
 
 logger = logging.getLogger(__name__)
 
@@ -61,27 +60,7 @@ def observe_turn(input: InputObject, agent_name: str) -> Iterator[ObservedTurn]:
         yield ObservedTurn(input.agent_id, current)
 
 
-async def store_usage(runtime: Runtime, input: InputObject, usage: UsageMeter) -> None:
-    """Add the turn's tokens to the usage table; a failure is logged, the reply still goes."""
-    at = runtime.clock.now()
-    await _store(runtime.engine, at, input.agent_id, input.user_id, usage, "the turn's")
-
-
-async def store_learning_usage(
-    sessions: async_sessionmaker[AsyncSession],
-    clock: Clock,
-    agent_id: str,
-    user_id: str,
-    usage: UsageMeter,
-) -> None:
-    """Add a learning job's tokens (extraction, reconcile, embeddings) to the usage table."""
-    async with sessions() as session:
-        engine = session.bind
-    if isinstance(engine, AsyncEngine):
-        await _store(engine, clock.now(), agent_id, user_id, usage, "a learning job's")
-
-
-async def _store(
+async def store_usage(
     engine: AsyncEngine,
     at: datetime,
     agent_id: str,
@@ -89,6 +68,8 @@ async def _store(
     usage: UsageMeter,
     whose: str,
 ) -> None:
+    """Add the tokens not stored yet (``whose``: the turn's, a learning job's) to the usage
+    table; a failure is logged and changes nothing else."""
     calls = usage.unstored()
     if not calls:
         return
