@@ -13,9 +13,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from liz.db.engine import create_engine, make_sessionmaker
 from liz.facts.domain import Fact
 from liz.facts.postgres import PostgresFacts
-from liz.facts.storage import Nearest
+from liz.facts.storage import Query
 from liz.facts.store import FactStore
-from liz.facts.vectors import embed
+from liz.facts.vectors import Vector, embed
 from liz.llm import LLMClient
 from tests.fixtures.db import postgres_database_url
 from tests.fixtures.facts import AGENT, USER, fact_settings
@@ -49,10 +49,10 @@ async def in_the_database(engine: AsyncEngine, llm: LLMClient, query: str) -> li
     (vector,) = await embed(llm, [query])
     storage = PostgresFacts(engine)
     await storage.prepare_dimension(int(vector.size))
-    arrived: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+    arrived: asyncio.Future[Vector] = asyncio.get_running_loop().create_future()
     arrived.set_result(vector)
     return await storage.search(
-        query, Nearest((AGENT, USER), arrived, llm.embedding_model, 10, 0.0)
+        Query(query, (AGENT, USER), lambda: arrived, llm.embedding_model, 10, 0.0)
     )
 
 

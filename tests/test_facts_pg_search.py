@@ -21,7 +21,7 @@ from liz.errors import StorageError
 from liz.facts.domain import EmbeddingMismatchError, Fact
 from liz.facts.normalize import fact_hash
 from liz.facts.postgres import EXACT_COMPONENTS, PostgresFacts
-from liz.facts.storage import Nearest
+from liz.facts.storage import Query
 from liz.facts.store import FactStore
 from liz.facts.vectors import Vector, embed
 from liz.facts.writes import database_errors
@@ -64,8 +64,9 @@ def searching(
     **options: Any,
 ) -> Awaitable[list[Fact]]:
     values: dict[str, Any] = {"limit": 5, "threshold": 0.0, **options}
-    nearest = Nearest((AGENT, USER), vector, llm.embedding_model, **values)
-    return storage.search(query, nearest)
+    return storage.search(
+        Query(query, (AGENT, USER), lambda: vector, llm.embedding_model, **values)
+    )
 
 
 async def both_ways(
@@ -134,8 +135,10 @@ async def test_the_store_searches_as_its_storage_does(engine: AsyncEngine, llm: 
         found = await store.search(query, AGENT, USER, limit=5)
         vector = arrived((await embed(llm, [query]))[0])
         floor = store.settings.search_threshold
-        nearest = Nearest((AGENT, USER), vector, llm.embedding_model, 5, floor)
-        expected = await store.storage.search(query, nearest)
+        asked = Query(
+            query, (AGENT, USER), lambda vector=vector: vector, llm.embedding_model, 5, floor
+        )
+        expected = await store.storage.search(asked)
         assert found == expected, query
     assert [found.text for found in await store.search("4711", AGENT, USER)] == [KEYWORD_FACTS[0]]
 

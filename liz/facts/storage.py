@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
-import numpy as np
 from sqlalchemy import TableClause, bindparam, insert, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -25,13 +25,14 @@ from liz.facts.search import COMMON_WORD_FACTS, Ranks, candidates_for
 from liz.facts.vectors import Vector
 from liz.facts.writes import Rows, Write, planned_rows, read_snapshot, run_extra
 
+HOLDING_SCOPES = 4096
 _INSERT_HISTORY = insert(HISTORIES).returning(HISTORY.id, sort_by_parameter_order=True)
 
 
 @dataclass(frozen=True)
 class Nearest:
-    """A vector lookup: the scope's active facts most similar to ``vector`` (which may
-    still be on its way), at least ``threshold`` similar, ``limit`` of them."""
+    """A vector lookup: the scope's ``limit`` active facts most similar to ``vector``
+    (which may still be on its way), at least ``threshold`` similar."""
 
     scope: Scope
     vector: Vector | asyncio.Future[Vector]
@@ -40,12 +41,25 @@ class Nearest:
     threshold: float
 
 
+@dataclass(frozen=True)
+class Query:
+    """A search for ``text``: the scope's ``limit`` best facts. ``embed`` starts the
+    text's embedding; it is called only when the scope holds an active fact."""
+
+    text: str
+    scope: Scope
+    embed: Callable[[], asyncio.Future[Vector]]
+    model: str
+    limit: int
+    threshold: float
+
+
 class FactStorage(Protocol):
     """What the store asks of one database's facts storage."""
 
-    async def search(self, text: str, nearest: Nearest) -> list[Fact]:
-        """The scope's best active facts for ``text`` (embedded as ``nearest.vector``),
-        best first, each with its similarity."""
+    async def search(self, query: Query) -> list[Fact]:
+        """The scope's best active facts for ``query``, best first, each with its
+        similarity; none, and no embedding asked for, when the scope holds none."""
         ...
 
     async def similar(self, lookups: Sequence[Nearest]) -> list[Fact]:
@@ -81,13 +95,23 @@ class SessionStorage(ABC):
     ) -> None:
         self.sessions = sessions
         self.reads = reads
+        self._holding: OrderedDict[Scope, None] = OrderedDict()  # scopes seen with facts
+
+    def _seen(self, scope: Scope, active: bool) -> None:
+        if not active:
+            self._holding.pop(scope, None)
+            return
+        self._holding[scope] = None
+        self._holding.move_to_end(scope)
+        if len(self._holding) > HOLDING_SCOPES:
+            self._holding.popitem(last=False)
 
     @abstractmethod
     async def term_matches(
         self, session: AsyncSession, scope: Scope, terms: Sequence[str], *, cap: int
-    ) -> dict[str, dict[str, str]]:
-        """For each term in at most ``cap`` of the scope's active facts, their ids and
-        texts; a term in more is left out. Reads at most ``cap + 1`` facts per term."""
+    ) -> tuple[bool, dict[str, dict[str, str]]]:
+        """Whether the scope holds an active fact, and for each term in at most ``cap``
+        of them their ids and texts (a term in more is left out), in one statement."""
 
     @abstractmethod
     async def vector_candidates(self, session: AsyncSession, wanted: Nearest) -> list[Candidate]:
@@ -120,26 +144,29 @@ class SessionStorage(ABC):
     async def close(self) -> None:
         return None
 
-    async def search(self, text: str, nearest: Nearest) -> list[Fact]:
-        # Keyword hits count whatever their similarity (that is their point); they are
-        # read while the query's embedding is on its way.
-        scope, candidates = nearest.scope, candidates_for(nearest.limit)
+    async def search(self, query: Query) -> list[Fact]:
+        # Keyword hits count whatever their similarity (that is their point).
+        scope, candidates = query.scope, candidates_for(query.limit)
         async with self.reads() as session:
             cap = max(COMMON_WORD_FACTS, candidates)
-            matches = await self.term_matches(session, scope, keyword_terms(text), cap=cap)
+            terms = keyword_terms(query.text)
+            # A scope seen holding facts asks for the embedding beside its first read.
+            vector = query.embed() if scope in self._holding else None
+            active, matches = await self.term_matches(session, scope, terms, cap=cap)
+            self._seen(scope, active)
+            if not active:
+                return []  # the store cancels an embedding asked for
+            if vector is None:
+                vector = query.embed()
             ranks = Ranks.by_keywords(matches, candidates)
-            wider = replace(nearest, limit=candidates)
+            wider = Nearest(scope, vector, query.model, candidates, query.threshold)
             ranks.add_vector_ranking(await self.vector_candidates(session, wider))
-            if ranks.missing:
-                vector = nearest.vector
-                if not isinstance(vector, np.ndarray):
-                    vector = await vector
-                ranks.similarities.update(
-                    await self.similarities(
-                        session, scope, ranks.missing, vector, model=nearest.model
-                    )
+            if missing := ranks.missing:
+                found = await self.similarities(
+                    session, scope, missing, await vector, model=query.model
                 )
-            chosen = ranks.chosen(nearest.limit)
+                ranks.similarities.update(found)
+            chosen = ranks.chosen(query.limit)
             return ranks.found(chosen, await facts_by_id(session, scope, chosen))
 
     async def similar(self, lookups: Sequence[Nearest]) -> list[Fact]:
@@ -164,6 +191,8 @@ class SessionStorage(ABC):
             await self._send(session, rows, log)
             await run_extra(session, write.also)
         self.absorb(scope, log)
+        if log.added:
+            self._seen(scope, True)
         return changes, events
 
     async def _send(self, session: AsyncSession, rows: Rows, log: ChangeLog) -> None:

@@ -44,7 +44,7 @@ from liz.facts.query_vectors import QueryVectors
 from liz.facts.reindex import reindex_facts
 from liz.facts.settings import FactSettings
 from liz.facts.sqlite import SqliteFacts
-from liz.facts.storage import FactStorage, Nearest
+from liz.facts.storage import FactStorage, Query
 from liz.facts.vectors import Vector
 from liz.facts.writes import ScopeWrites, database_errors
 from liz.llm import LLMClient
@@ -193,29 +193,36 @@ class FactStore:
             raise InputError(f"limit must be at least 1, got {limit}")
         await self.check()
         floor = self.settings.search_threshold if threshold is None else threshold
-        # The embedding's round trip overlaps the search's first reads.
+        embedding: asyncio.Future[Vector] | None = None
+
+        def embed() -> asyncio.Future[Vector]:
+            nonlocal embedding
+            embedding = asyncio.ensure_future(self._query_vectors.embed(query))
+            return embedding
+
+        model = self.llm.embedding_model
         with memory_span("search_memory", agent_id):
-            embedding = asyncio.ensure_future(self._query_vector(query))
             try:
                 with database_errors():
-                    if not self._dimensions:
-                        # Outside any session: a PostgreSQL index build takes a connection of
-                        # its own, and searches all waiting for one would drain the pool.
-                        await embedding
-                    model = self.llm.embedding_model
-                    nearest = Nearest((agent_id, user_id), embedding, model, limit, floor)
-                    return await self.storage.search(query, nearest)
+                    scope = (agent_id, user_id)
+                    found = await self.storage.search(
+                        Query(query, scope, embed, model, limit, floor)
+                    )
+                    if embedding is not None:
+                        await self._prepare(int((await embedding).size))
+                    return found
             finally:
-                if not embedding.done():
+                if embedding is not None and not embedding.done():
                     embedding.cancel()
                     with contextlib.suppress(asyncio.CancelledError, Exception):
                         await embedding
 
-    async def _query_vector(self, query: str) -> Vector:
-        vector = await self._query_vectors.embed(query)
-        await self.storage.prepare_dimension(int(vector.size))
-        self._dimensions.add(int(vector.size))
-        return vector
+    async def _prepare(self, dimension: int) -> None:
+        # After the search, outside its session: a PostgreSQL index build takes a
+        # connection of its own, and searches all waiting for one would drain the pool.
+        if dimension not in self._dimensions:
+            await self.storage.prepare_dimension(dimension)
+            self._dimensions.add(dimension)
 
     async def get(self, fact_id: str, agent_id: str, user_id: str) -> Fact | None:
         """One fact of this agent and user (retired ones too), or None."""

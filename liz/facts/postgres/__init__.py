@@ -157,14 +157,19 @@ def scope_lock_key(scope: Scope) -> int:
     return int.from_bytes(digest[:8], "big", signed=True)
 
 
+# A row numbered -1 when the scope holds an active fact.
+_ACTIVE = (
+    "SELECT -1, NULL, NULL WHERE EXISTS "
+    f'(SELECT 1 FROM "Fact" WHERE {_SCOPE} AND "retiredAt" IS NULL)'
+)
+
+
 @functools.lru_cache(maxsize=32)
 def _terms_statement(count: int) -> TextClause:
-    return text(
-        " UNION ALL ".join(
-            f"SELECT {n}, * FROM ({ONE_TERM.format(n=n)} LIMIT :most) AS term{n}"
-            for n in range(count)
-        )
-    )
+    parts = [
+        f"SELECT {n}, * FROM ({ONE_TERM.format(n=n)} LIMIT :most) AS term{n}" for n in range(count)
+    ]
+    return text(" UNION ALL ".join([_ACTIVE, *parts]))
 
 
 # Runs a vector search, through the graph (True) or exact, into its two parts.
@@ -319,18 +324,20 @@ class PostgresFacts(SessionStorage):
 
     async def term_matches(
         self, session: AsyncSession, scope: Scope, terms: Sequence[str], *, cap: int
-    ) -> dict[str, dict[str, str]]:
-        if not terms:
-            return {}
+    ) -> tuple[bool, dict[str, dict[str, str]]]:
         values: dict[str, Any] = {"agent": scope[0], "user": scope[1], "most": cap + 1}
         # Quoted for to_tsquery: terms are letters and digits only (liz.facts.normalize).
         values.update((f"term{n}", f"'{term}'") for n, term in enumerate(terms))
+        active = False
         found: dict[str, dict[str, str]] = {term: {} for term in terms}
         for number, fact_id, fact_text in await session.execute(
             _terms_statement(len(terms)), values
         ):
-            found[terms[number]][fact_id] = fact_text
-        return {term: hits for term, hits in found.items() if len(hits) <= cap}
+            if number < 0:
+                active = True
+            else:
+                found[terms[number]][fact_id] = fact_text
+        return active, {term: hits for term, hits in found.items() if len(hits) <= cap}
 
 
 def split_parts(rows: Iterable[Sequence[Any]]) -> tuple[list[Candidate], list[Candidate]]:

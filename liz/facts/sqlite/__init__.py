@@ -9,11 +9,12 @@ written in the facts' own transaction.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Iterable, Sequence
 
 import numpy as np
-from sqlalchemy import bindparam, select, text
+from sqlalchemy import TextClause, bindparam, select, text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from liz.db.engine import make_read_sessionmaker, make_sessionmaker
@@ -52,13 +53,27 @@ def scope_token(scope: Scope) -> str:
     return f"s{digest[:32]}"
 
 
-def _terms_statement(count: int, cap: int) -> str:
-    """Up to ``cap + 1`` facts for each of ``count`` terms, unranked, so FTS5 stops
-    early (bm25 would visit every match); terms are letters and digits only."""
-    return " UNION ALL ".join(
-        f'SELECT {n}, * FROM (SELECT "factId", text FROM "FactSearch" '
-        f'WHERE "FactSearch" MATCH :term{n} LIMIT {cap + 1})'
-        for n in range(count)
+# A row numbered -1 when the scope holds an active fact (the index on agentId, userId,
+# retiredAt answers it).
+_ACTIVE = (
+    'SELECT -1, NULL, NULL WHERE EXISTS (SELECT 1 FROM "Fact" WHERE "agentId" = :agent '
+    'AND "userId" = :user AND "retiredAt" IS NULL)'
+)
+
+
+@functools.lru_cache(maxsize=64)
+def _terms_statement(count: int, cap: int) -> TextClause:
+    """Whether the scope holds an active fact, and up to ``cap + 1`` facts for each of
+    ``count`` terms, unranked, so FTS5 stops early (bm25 would visit every match)."""
+    return text(
+        " UNION ALL ".join(
+            [_ACTIVE]
+            + [
+                f'SELECT {n}, * FROM (SELECT "factId", text FROM "FactSearch" '
+                f'WHERE "FactSearch" MATCH :term{n} LIMIT {cap + 1})'
+                for n in range(count)
+            ]
+        )
     )
 
 
@@ -77,20 +92,21 @@ class SqliteFacts(SessionStorage):
 
     async def term_matches(
         self, session: AsyncSession, scope: Scope, terms: Sequence[str], *, cap: int
-    ) -> dict[str, dict[str, str]]:
+    ) -> tuple[bool, dict[str, dict[str, str]]]:
         self._note_begin(session)
-        if not terms:
-            return {}
-        token = scope_token(scope)
-        values = {
-            f"term{n}": f'scope : "{token}" AND text : "{term}"' for n, term in enumerate(terms)
-        }
+        token = scope_token(scope)  # terms are letters and digits only
+        values = {f"term{n}": f'scope : "{token}" AND text : "{t}"' for n, t in enumerate(terms)}
+        active = False
         found: dict[str, dict[str, str]] = {term: {} for term in terms}
-        for number, fact_id, fact_text in await session.execute(
-            text(_terms_statement(len(terms), cap)), values
-        ):
-            found[terms[number]][fact_id] = fact_text
-        return {term: hits for term, hits in found.items() if len(hits) <= cap}
+        rows = await session.execute(
+            _terms_statement(len(terms), cap), {**scope_values(scope), **values}
+        )
+        for number, fact_id, fact_text in rows:
+            if number < 0:
+                active = True
+            else:
+                found[terms[number]][fact_id] = fact_text
+        return active, {term: hits for term, hits in found.items() if len(hits) <= cap}
 
     async def vector_candidates(self, session: AsyncSession, wanted: Nearest) -> list[Candidate]:
         vector = wanted.vector

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Executable, select
+from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from liz.facts.domain import ChangeLog, Scope
@@ -26,7 +26,9 @@ from liz.facts.sqlite.vectors import ScopeVectors
 RowStamp = tuple[str, Any] | None
 
 _ROW = (HISTORY.id, HISTORY.agentId, HISTORY.userId, HISTORY.factId, HISTORY.createdAt)
-_NEWEST = select(*_ROW).order_by(HISTORY.id.desc()).limit(1)
+_NEWEST = select(select(*_ROW).order_by(HISTORY.id.desc()).limit(1).subquery())
+# Built once: building a statement costs more than running it.
+_SINCE = _NEWEST.union_all(select(*_ROW).where(HISTORY.id >= bindparam("since")))
 
 
 @dataclass(frozen=True)
@@ -54,11 +56,11 @@ class History:
 async def read_history(session: AsyncSession, since: int | None) -> History:
     """:class:`History` on the session's current snapshot, in one statement: the newest
     row, and the row at ``since`` with every row after it."""
-    newest = select(_NEWEST.subquery())
-    statement: Executable = newest
-    if since is not None:
-        statement = newest.union_all(select(*_ROW).where(HISTORY.id >= since))
-    rows = {row[0]: row for row in await session.execute(statement)}
+    if since is None:
+        found = await session.execute(_NEWEST)
+    else:
+        found = await session.execute(_SINCE, {"since": since})
+    rows = {row[0]: row for row in found}
     mark = max(rows, default=0)
     stamp: RowStamp = (rows[mark][3], rows[mark][4]) if rows else None
     at_since = rows.get(since) if since else None
