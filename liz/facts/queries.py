@@ -12,7 +12,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Table, bindparam, select
+from sqlalchemy import Table, bindparam, select, union_all
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from liz.facts.domain import Event, Fact, HistoryEntry, ModelPair, Scope
@@ -52,7 +52,8 @@ _BY_HASH = (
 _MODEL = (FACT.embeddingModel, FACT.embeddingDim)
 _LOWEST = select(*_MODEL).where(*_IN_SCOPE).order_by(*_MODEL).limit(1)
 _HIGHEST = select(*_MODEL).where(*_IN_SCOPE).order_by(*(c.desc() for c in _MODEL)).limit(1)
-_BOUNDS = select(_LOWEST.subquery()).union_all(select(_HIGHEST.subquery()))
+MODEL_BOUNDS = (select(_LOWEST.subquery()), select(_HIGHEST.subquery()))
+_BOUNDS = union_all(*MODEL_BOUNDS)
 _DISTINCT_MODELS = select(*_MODEL).where(*_IN_SCOPE).distinct()
 
 

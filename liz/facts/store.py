@@ -208,8 +208,8 @@ class FactStore:
                     found = await self.storage.search(
                         Query(query, scope, embed, model, limit, floor)
                     )
-                    if embedding is not None:
-                        await self._prepare(int((await embedding).size))
+                    if (vector := _arrived(embedding)) is not None:
+                        await self._prepare(int(vector.size))
                     return found
             finally:
                 if embedding is not None and not embedding.done():
@@ -370,6 +370,13 @@ class FactStore:
                     limit=limit,
                     offset=offset,
                 )
+
+
+def _arrived(embedding: asyncio.Future[Vector] | None) -> Vector | None:
+    """The embedding, if it was asked for and has come."""
+    if embedding is None or not embedding.done() or embedding.cancelled():
+        return None
+    return None if embedding.exception() is not None else embedding.result()
 
 
 def _one(results: list[ItemResult]) -> ItemResult:

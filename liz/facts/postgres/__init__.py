@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Boolean, TableClause, TextClause, column, table, text
+from sqlalchemy import Boolean, TableClause, TextClause, column, insert, table, text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
@@ -26,7 +26,7 @@ from liz.db.engine import make_read_sessionmaker, make_sessionmaker
 from liz.errors import UsageError
 from liz.facts.domain import Candidate, ChangeLog, ModelPair, Scope
 from liz.facts.postgres.indexing import BackgroundIndexing
-from liz.facts.queries import model_bounds, stored_models
+from liz.facts.queries import HISTORIES, model_bounds, stored_models
 from liz.facts.search import TIE_MARGIN, deterministic_top, models_agree, models_mismatch
 from liz.facts.storage import Nearest, SessionStorage
 from liz.facts.tables import FactRecord
@@ -227,13 +227,20 @@ class PostgresFacts(SessionStorage):
             self.indexing.wake()
 
     async def _send(self, session: AsyncSession, rows: Rows, log: ChangeLog) -> None:
-        if len(log.added) <= PENDING_FACTS:  # the graph's inserts wait for the indexing
+        small = len(log.added) <= PENDING_FACTS
+        if small:  # the graph's inserts wait for the indexing
             for row in rows.facts:
                 row["vectorPending"] = True
             for row in rows.updates:
                 if "embedding" in row:
                     row["vectorPending"] = True
-        await super()._send(session, rows, log)
+        if not (small and rows.facts) or rows.updates:
+            await super()._send(session, rows, log)
+            return
+        # A few new facts and their history in one round trip (the foreign key is checked
+        # at the statement's end); history ids serve SQLite's cache only.
+        added = insert(self.facts_table).values(rows.facts).cte("added")
+        await session.execute(insert(HISTORIES).values(rows.history).add_cte(added))
 
     def _counted_up_to(self, dimension: int, wanted: int) -> int:
         """How far a plan counts the scope's active facts: a count this high may be

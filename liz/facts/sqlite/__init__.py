@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from liz.db.engine import make_read_sessionmaker, make_sessionmaker
 from liz.facts.domain import Candidate, ChangeLog, ModelPair, Scope
-from liz.facts.queries import FACT, model_bounds, scope_values, stored_models
+from liz.facts.queries import FACT, scope_values, stored_models
 from liz.facts.search import TIE_MARGIN, deterministic_top, models_agree, models_mismatch
 from liz.facts.sqlite.cache import ScopeCache, read_history
 from liz.facts.sqlite.vectors import ScopeVectors
@@ -138,8 +138,7 @@ class SqliteFacts(SessionStorage):
         if known is not None and transaction is not None and known[0] is transaction:
             vectors: ScopeVectors = known[1]
             return vectors
-        history = await read_history(session, self._cache.history_mark)
-        bounds = await model_bounds(session, scope)
+        history, bounds = await read_history(session, self._cache.history_mark, scope)
         mark = self._cache.take_history(history, session.info.get(_EPOCH))
         if not models_agree(bounds, model, dimension):
             raise models_mismatch(scope, await stored_models(session, scope), model, dimension)

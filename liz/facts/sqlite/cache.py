@@ -15,11 +15,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import bindparam, null, select, union_all
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from liz.facts.domain import ChangeLog, Scope
-from liz.facts.queries import HISTORY
+from liz.facts.domain import ChangeLog, ModelPair, Scope
+from liz.facts.queries import HISTORY, MODEL_BOUNDS
 from liz.facts.sqlite.vectors import ScopeVectors
 
 # (factId, createdAt) of a history row, or None for "no such row".
@@ -27,8 +27,13 @@ RowStamp = tuple[str, Any] | None
 
 _ROW = (HISTORY.id, HISTORY.agentId, HISTORY.userId, HISTORY.factId, HISTORY.createdAt)
 _NEWEST = select(select(*_ROW).order_by(HISTORY.id.desc()).limit(1).subquery())
-# Built once: building a statement costs more than running it.
-_SINCE = _NEWEST.union_all(select(*_ROW).where(HISTORY.id >= bindparam("since")))
+# The scope's model bounds ride along as rows without an id. Built once: building a
+# statement costs more than running it.
+_BOUNDS = [select(null(), *bound.selected_columns, null(), null()) for bound in MODEL_BOUNDS]
+_NEWEST_AND_BOUNDS = union_all(_NEWEST, *_BOUNDS)
+_SINCE_AND_BOUNDS = union_all(
+    _NEWEST, select(*_ROW).where(HISTORY.id >= bindparam("since")), *_BOUNDS
+)
 
 
 @dataclass(frozen=True)
@@ -53,13 +58,18 @@ class History:
     changed: list[ChangedRow]
 
 
-async def read_history(session: AsyncSession, since: int | None) -> History:
-    """:class:`History` on the session's current snapshot, in one statement: the newest
-    row, and the row at ``since`` with every row after it."""
+async def read_history(
+    session: AsyncSession, since: int | None, scope: Scope
+) -> tuple[History, tuple[ModelPair, ...]]:
+    """:class:`History` on the session's current snapshot (the newest row, and the row at
+    ``since`` with every row after it) and the scope's model bounds, in one statement."""
+    values = {"agent": scope[0], "user": scope[1]}
     if since is None:
-        found = await session.execute(_NEWEST)
+        found = (await session.execute(_NEWEST_AND_BOUNDS, values)).all()
     else:
-        found = await session.execute(_SINCE, {"since": since})
+        found = (await session.execute(_SINCE_AND_BOUNDS, {**values, "since": since})).all()
+    bounds = tuple((row[1], int(row[2])) for row in found if row[0] is None)
+    found = [row for row in found if row[0] is not None]
     rows = {row[0]: row for row in found}
     mark = max(rows, default=0)
     stamp: RowStamp = (rows[mark][3], rows[mark][4]) if rows else None
@@ -70,7 +80,7 @@ async def read_history(session: AsyncSession, since: int | None) -> History:
         for row_id, row in sorted(rows.items())
         if since is not None and row_id > since
     ]
-    return History(mark, stamp, since, since_stamp, changed)
+    return History(mark, stamp, since, since_stamp, changed), bounds
 
 
 class ScopeCache:
