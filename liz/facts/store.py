@@ -1,8 +1,7 @@
 """``FactStore``: long-term facts about each user, extracted, reconciled, recalled, kept.
 
-The store holds the services (sessions, LLM, storage, clock, settings) and hands
-each operation the values it needs; the storage (liz.facts.sqlite or
-liz.facts.postgres) is the one way to the database's facts.
+The store hands each operation the services it needs; the storage (liz.facts.sqlite
+or liz.facts.postgres) is the one way to the database's facts.
 
 >>> store = FactStore(sessions, llm, engine=engine)
 >>> events = await store.add("My name is Ada and I love green tea", "ada-bot", "user-1")
@@ -84,8 +83,7 @@ class FactStore:
         self._dimensions: set[int] = set()  # embedding sizes the index is ready for
 
     async def close(self) -> None:
-        """Finish the background work before the engine closes (on PostgreSQL, putting
-        the last small writes' vectors into the HNSW graph)."""
+        """Finish the background work (PostgreSQL's indexing) before the engine closes."""
         await self.storage.close()
 
     async def check(self) -> None:
@@ -107,11 +105,10 @@ class FactStore:
         """Extract facts from the latest exchange and reconcile them into the store.
 
         ``messages`` is a text (said by the user) or ``{"role", "content"}`` dicts.
-        Returns the events applied, NOOPs included. An unusable LLM answer (after
-        the client's one retry) raises ``LLMOutputError`` and changes nothing.
-        ``also`` runs in the facts' transaction, after their write (in a transaction
-        of its own when there is nothing to write); a rowcount other than a statement
-        expects rolls everything back and raises ``ExtraStatementMismatch``.
+        Returns the events, NOOPs included. An unusable LLM answer raises
+        ``LLMOutputError`` and changes nothing. ``also`` runs in the facts' transaction
+        (its own when nothing is written); a rowcount other than a statement expects
+        rolls everything back with ``ExtraStatementMismatch``.
         """
         exchange = Exchange(messages, source_memory_id)
         return await self.learn([exchange], agent_id, user_id, agent_name=agent_name, also=also)
@@ -125,11 +122,10 @@ class FactStore:
         agent_name: str = "the assistant",
         also: Sequence[ExtraStatement] = (),
     ) -> list[FactEvent]:
-        """:meth:`add` for several exchanges of one user at once, oldest first: one
-        extraction call over them all, one embedding request for the new facts (and
-        one for the texts reconciliation rewrote, if any), at most one reconcile call,
-        one transaction. Each fact added keeps the ``source_memory_id`` of the exchange
-        the model says it came from.
+        """:meth:`add` for several exchanges of one user, oldest first: one extraction
+        call, one embedding request for the new facts (one more for texts reconcile
+        rewrote), at most one reconcile call, one transaction. Each fact added keeps the
+        ``source_memory_id`` of the exchange it came from.
 
         >>> await store.learn(
         ...     [Exchange("I keep bees", said_id), Exchange("I moved to Turku", moved_id)],

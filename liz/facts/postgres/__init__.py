@@ -1,11 +1,9 @@
 """Facts on PostgreSQL: pgvector (HNSW, cosine) and full-text search (GIN, ``simple``).
 
-Dimensions differ by model, so ``Fact.embedding`` is a ``vector`` of any dimension
-and HNSW gets a partial expression index per dimension in use, made the first time
-a dimension is written or searched. Which way a vector search goes is decided here
-from the scope's own size, never left to the planner's lagging statistics: a small
-scope is compared in full, a larger one walks the graph (pgvector's iterative scan),
-and when the walk gives up the scope is compared in full. Small writes leave their
+``Fact.embedding`` is a ``vector`` of any dimension, with a partial HNSW index per
+dimension in use. The scope's own size, not the planner's statistics, decides a
+vector search: a small scope is compared in full, a larger one walks the graph, and
+a walk that gives up falls back to the full comparison. Small writes leave their
 vectors out of the graph for liz.facts.postgres.indexing to put in after the commit.
 """
 
@@ -26,7 +24,7 @@ from liz.db.engine import make_read_sessionmaker, make_sessionmaker
 from liz.errors import UsageError
 from liz.facts.domain import Candidate, ChangeLog, ModelPair, Scope
 from liz.facts.postgres.indexing import BackgroundIndexing
-from liz.facts.queries import HISTORIES, model_bounds, stored_models
+from liz.facts.queries import HISTORIES, stored_models
 from liz.facts.search import TIE_MARGIN, deterministic_top, models_agree, models_mismatch
 from liz.facts.storage import Nearest, SessionStorage
 from liz.facts.tables import FactRecord
@@ -60,15 +58,14 @@ _BOUND = (
     f'SELECT "embeddingModel", "embeddingDim" FROM "Fact" WHERE {_SCOPE} '
     'ORDER BY "embeddingModel" {0}, "embeddingDim" {0} LIMIT 1'
 )
-# The scope's (model, dimension) bounds, as liz.facts.queries reads them, and its
-# active facts counted up to :counted: what decides a vector search.
+# The scope's (model, dimension) bounds and its active facts counted up to :counted.
 BOUNDS = f"({_BOUND.format('ASC')}) UNION ALL ({_BOUND.format('DESC')})"
 ACTIVE_COUNT = (
     'SELECT count(*) AS n FROM (SELECT 1 FROM "Fact" '
     f'WHERE {_SCOPE} AND "retiredAt" IS NULL LIMIT :counted) AS scope'
 )
-# The session's settings for a graph search, for this transaction only. `enable_sort`
-# off when the scope is large makes the ordered HNSW scan the only plan without a sort.
+# A graph search's settings, for this transaction; `enable_sort` off in a large scope
+# leaves the ordered HNSW scan as the only plan without a sort.
 _TUNING = (
     "set_config('hnsw.ef_search', {ef}, true), "
     "set_config('hnsw.iterative_scan', 'strict_order', true), "
@@ -90,14 +87,12 @@ ONE_TERM = (
     'AND "retiredAt" IS NULL AND "searchVector" @@ to_tsquery(\'simple\', :term{n})'
 )
 _ACTIVE = f'WHERE {_SCOPE} AND "retiredAt" IS NULL AND "embeddingDim" = {{dim}} '
-# The query vector is bound as a list of floats (a binary real[]) and cast once, in a
-# scalar subquery: written inline, a generic plan would cast it for every row compared.
+# Bound as a binary real[] and cast once in a scalar subquery (inline, a generic plan
+# casts it for every row compared).
 _QUERY = "(SELECT CAST(CAST(:query AS real[]) AS vector{size}))"
-# Each statement selects (id, similarity, hash, part) and then ``{columns}``; the part
-# says where a row comes from: false the graph or the exact scan, true the facts not
-# yet in the graph, NULL by id. The graph's statement uses the partial index's own
-# expression and predicate, so the planner walks the graph in its order, and compares
-# the scope's pending facts (liz.facts.postgres.indexing) exactly beside it.
+# Rows of (id, similarity, hash, part, {columns}); part: false from the graph or the exact
+# scan, true from the facts not yet in the graph, NULL by id. The graph's statement
+# repeats the partial index's expression and predicate, so the planner walks the graph.
 _HNSW = (
     "(SELECT id, 1 - ((embedding::vector({dim})) <=> "
     f"{_QUERY.format(size='({dim})')}) AS similarity, hash, false AS part{{columns}} "
@@ -120,7 +115,7 @@ _BY_ID = (
     "SELECT id, 1 - ((embedding::vector({dim})) <=> "
     f"{_QUERY.format(size='({dim})')}) AS similarity, hash, NULL::boolean AS part{{columns}} "
     'FROM "Fact" '
-    'WHERE id = ANY(:ids) AND "embeddingDim" = {dim}'
+    'WHERE id = ANY(:ids) AND "embeddingDim" = {dim} AND "embeddingModel" = :model'
 )
 
 
@@ -133,7 +128,8 @@ def vector_search(dimension: int, *, graph: bool) -> TextClause:
 
 @functools.lru_cache(maxsize=64)
 def similarities_by_id(dimension: int) -> TextClause:
-    """The similarity to ``:query`` of the facts whose ids are ``:ids``, with their scope."""
+    """The similarity to ``:query`` of the facts of ``:model`` whose ids are ``:ids``, with
+    their scope."""
     return text(_BY_ID.format(dim=dimension, columns=', "agentId", "userId"'))
 
 
@@ -321,12 +317,10 @@ class PostgresFacts(SessionStorage):
     ) -> dict[str, float]:
         if not ids:
             return {}
-        dimension = int(query.size)
-        if not models_agree(await model_bounds(session, scope), model, dimension):
-            raise models_mismatch(scope, await stored_models(session, scope), model, dimension)
-        result = await session.execute(
-            similarities_by_id(dimension), {"query": query.tolist(), "ids": list(ids)}
-        )
+        # A fact of another model is left unscored (the vector search refused a scope
+        # of mixed models already).
+        values = {"query": query.tolist(), "ids": list(ids), "model": model}
+        result = await session.execute(similarities_by_id(int(query.size)), values)
         return {row[0]: rounded(row[1]) for row in result if (row[4], row[5]) == scope}
 
     async def term_matches(

@@ -1,11 +1,10 @@
 """The SQLite storage's memory: each scope's vectors, checked against ``FactHistory``.
 
-Every change to a fact writes a history row and history rows are never deleted, so
-the newest row id (the history *mark*) is a cheap revision number across processes:
-a scope with newer rows from another process is dropped and read again; this
-process's own writes are patched in place (:meth:`ScopeCache.absorb`). A file
-restored from a copy can bring back a lower mark or reuse ids, so each read also
-stamps the row at the mark (its fact id and time) to tell one row from another.
+Every change writes a history row, never deleted, so the newest row id (the *mark*)
+is a revision number across processes: a scope with newer rows from another process
+is read again; this process's own writes are patched in (:meth:`ScopeCache.absorb`).
+A file restored from a copy can lower the mark or reuse ids, so the row at the mark
+is also stamped (its fact id and time).
 """
 
 from __future__ import annotations
