@@ -174,7 +174,7 @@ class Trace:
 
         self._active.append(timing.step)
         started = time.perf_counter()
-        with span(f"step {timing.step}", {"liz.step": timing.step}) as current:
+        with span(f"step {timing.step}") as current:
             try:
                 await step(req, res, timed_next)
             finally:

@@ -18,7 +18,7 @@ from typing import Any
 from opentelemetry.trace import Span, SpanKind
 
 from liz.observe import metrics
-from liz.observe.tracing import capture_content, span
+from liz.observe.tracing import capture_content, span, tracing_on
 from liz.observe.usage import CallUsage, record_usage
 
 # The structured answers whose schema names the call's purpose; any other chat is a reply.
@@ -88,17 +88,19 @@ def llm_call(
     """Observe one request to the model; the record is read when the block ends."""
     purpose = purpose_of(operation, response_format)
     record = LLMCallRecord()
-    attributes: dict[str, Any] = {
-        "gen_ai.operation.name": operation,
-        "gen_ai.provider.name": "openai",
-        "gen_ai.request.model": model,
-        "liz.llm.purpose": purpose,
-    }
-    host, port = server
-    if host:
-        attributes["server.address"] = host
-    if port:
-        attributes["server.port"] = port
+    attributes: dict[str, Any] | None = None
+    if tracing_on():
+        attributes = {
+            "gen_ai.operation.name": operation,
+            "gen_ai.provider.name": "openai",
+            "gen_ai.request.model": model,
+            "liz.llm.purpose": purpose,
+        }
+        host, port = server
+        if host:
+            attributes["server.address"] = host
+        if port:
+            attributes["server.port"] = port
     with span(f"{operation} {model}", attributes, kind=SpanKind.CLIENT) as current:
         if current is not None and messages is not None and capture_content():
             current.set_attribute("gen_ai.input.messages", json.dumps(list(messages)))
@@ -118,13 +120,16 @@ def _finish(
     )
     if current is None:
         return
-    current.set_attribute("gen_ai.response.model", response_model)
-    current.set_attribute("gen_ai.usage.input_tokens", record.input_tokens)
-    current.set_attribute("gen_ai.usage.output_tokens", record.output_tokens)
+    attributes: dict[str, Any] = {
+        "gen_ai.response.model": response_model,
+        "gen_ai.usage.input_tokens": record.input_tokens,
+        "gen_ai.usage.output_tokens": record.output_tokens,
+    }
     if record.response_id:
-        current.set_attribute("gen_ai.response.id", record.response_id)
+        attributes["gen_ai.response.id"] = record.response_id
     if record.finish_reasons:
-        current.set_attribute("gen_ai.response.finish_reasons", record.finish_reasons)
+        attributes["gen_ai.response.finish_reasons"] = record.finish_reasons
     if record.output_text is not None and capture_content():
         output = [{"role": "assistant", "content": record.output_text}]
-        current.set_attribute("gen_ai.output.messages", json.dumps(output))
+        attributes["gen_ai.output.messages"] = json.dumps(output)
+    current.set_attributes(attributes)

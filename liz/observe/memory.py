@@ -3,25 +3,25 @@ name them, and the facts learned, updated and retired counted in the metrics."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from typing import Any
 
 from liz.observe import metrics
-from liz.observe.tracing import span
+from liz.observe.tracing import span, tracing_on
 
 
-@contextmanager
-def memory_span(operation: str, agent_id: str, **attributes: Any) -> Iterator[None]:
+def memory_span(operation: str, agent_id: str, **attributes: Any) -> AbstractContextManager[Any]:
     """A span ``{operation} facts`` (``search_memory``, ``update_memory``) around the block."""
+    if not tracing_on():
+        return span(operation)
     given = {
         "gen_ai.operation.name": operation,
         "gen_ai.memory.store": "liz.facts",
         "gen_ai.agent.id": agent_id,
         **attributes,
     }
-    with span(f"{operation} facts", given):
-        yield
+    return span(f"{operation} facts", given)
 
 
 def count_events(events: Iterable[Any]) -> None:

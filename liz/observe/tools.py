@@ -2,23 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 
 from opentelemetry.trace import Span, Status, StatusCode
 
-from liz.observe.tracing import span
+from liz.observe.tracing import span, tracing_on
 
 
-@contextmanager
-def tool_span(name: str, call_id: str) -> Iterator[Span | None]:
+def tool_span(name: str, call_id: str) -> AbstractContextManager[Span | None]:
+    if not tracing_on():
+        return span(name)
     attributes = {
         "gen_ai.operation.name": "execute_tool",
         "gen_ai.tool.name": name,
         "gen_ai.tool.call.id": call_id,
     }
-    with span(f"execute_tool {name}", attributes) as current:
-        yield current
+    return span(f"execute_tool {name}", attributes)
 
 
 def tool_outcome(current: Span | None, ok: bool, error: str | None) -> None:

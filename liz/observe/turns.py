@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from liz.db.driver import connect
 from liz.db.usage import usage_statements
 from liz.observe import metrics
-from liz.observe.tracing import span
+from liz.observe.tracing import span, tracing_on
 from liz.observe.usage import UsageMeter
 
 if TYPE_CHECKING:
@@ -38,11 +38,15 @@ class ObservedTurn:
         metrics.turn(self.agent_id, route, status, seconds)
         if self.span is None:
             return
-        self.span.set_attribute("liz.route", route or "")
-        self.span.set_attribute("liz.outcome", "reply" if error is None else "error")
-        self.span.set_attribute("liz.status", status)
-        self.span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
-        self.span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
+        self.span.set_attributes(
+            {
+                "liz.route": route or "",
+                "liz.outcome": "reply" if error is None else "error",
+                "liz.status": status,
+                "gen_ai.usage.input_tokens": usage.input_tokens,
+                "gen_ai.usage.output_tokens": usage.output_tokens,
+            }
+        )
         if error is not None and error.status >= 500:
             self.span.set_status(Status(StatusCode.ERROR, error.message))
 
@@ -50,6 +54,9 @@ class ObservedTurn:
 @contextmanager
 def observe_turn(input: InputObject, agent_name: str) -> Iterator[ObservedTurn]:
     """The turn's span around the block (its steps' and LLM calls' spans are its children)."""
+    if not tracing_on():
+        yield ObservedTurn(input.agent_id, None)
+        return
     attributes = {
         "gen_ai.operation.name": "invoke_agent",
         "gen_ai.agent.id": input.agent_id,
