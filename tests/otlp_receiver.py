@@ -47,6 +47,10 @@ class Receiver:
         with self.lock:
             return [s for s in self.spans if s.name.startswith(prefix)]
 
+    def clear(self) -> None:
+        with self.lock:
+            self.spans.clear()
+
     def children(self, parent: ReceivedSpan) -> list[ReceivedSpan]:
         with self.lock:
             return [s for s in self.spans if s.parent_id == parent.span_id]

@@ -73,8 +73,21 @@ async def _broken(req: AgentRequest, res: AgentResponse, next: Next) -> None:
     raise RuntimeError("a bug in the user's own middleware")
 
 
+async def give_ann_a_fact(settings: Settings) -> None:
+    """Ann is known before the traced turn, so its recall embeds her words and searches."""
+    llm = scripted_model().llm_client()
+    async with open_runtime(settings, llm_client=llm) as runtime:
+        assert runtime.facts is not None
+        add = {"op": "add", "text": "User lives in Lyon", "categories": ["home", "place"]}
+        (added,) = await runtime.facts.apply([add], AGENT, "ann")
+        assert added.status == "applied"
+    await llm.close()
+
+
 @pytest.fixture
 async def turn(receiver: Receiver, settings: Settings, agent: BaseAgent) -> AsyncIterator[Receiver]:
+    await give_ann_a_fact(settings)
+    receiver.clear()  # only the turn's own spans are left to read
     response = await one_turn(settings, agent, headers={"traceparent": TRACEPARENT})
     assert response.status_code == 200
     yield receiver
