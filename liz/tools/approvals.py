@@ -22,7 +22,7 @@ from liz.db.tool_approvals import (
     read_approval,
 )
 from liz.errors import Conflict, NotFound
-from liz.llm.tool_calls import RequestedCall
+from liz.llm.chat_answers import RequestedCall
 from liz.types import InputObject, Memory
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
-from liz.llm.tool_calls import RequestedCall
+from liz.llm.chat_answers import RequestedCall
 from liz.observe.tools import tool_outcome, tool_span
 from liz.tools.context import ToolContext
 from liz.types import Tool
