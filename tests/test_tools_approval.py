@@ -49,7 +49,7 @@ def refunding_agent(refunds: list[tuple[str, float]]) -> BaseAgent:
     return agent
 
 
-def app_at(agent: BaseAgent, database_url: str, llm_url: str, now: datetime) -> Any:
+def app_at(agent: BaseAgent, database_url: str, llm_url: str, now: datetime, **options: Any) -> Any:
     return tool_app(
         agent,
         database_url,
@@ -58,6 +58,7 @@ def app_at(agent: BaseAgent, database_url: str, llm_url: str, now: datetime) -> 
         liz_jwt_secret=SECRET,
         liz_api_key=SERVER_KEY,
         liz_tool_approval_ttl=TTL,
+        **options,
     )
 
 
@@ -121,6 +122,53 @@ def test_an_approved_call_runs_after_a_restart_and_the_model_writes_the_reply(
             client.post("/agent/input", json=say(text="Thanks"), headers=bearer("ann"))
             prompt = scripted.chat_requests[-1].prompt
             assert "Done: 12.5 refunded on A1." in prompt and "refunded 12.5 on A1" in prompt
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_when_the_model_fails_after_an_approved_call_the_decision_sent_again_gets_the_reply(
+    database_url: str, streaming: bool
+) -> None:
+    refunds: list[tuple[str, float]] = []
+    agent = refunding_agent(refunds)
+    scripted = ScriptedOpenAI()
+    with scripted.serve() as url:
+        pending = ask_for_refund(agent, database_url, scripted, url)["pendingApproval"]
+        path = f"/agent/approvals/{pending['id']}"
+        app = app_at(agent, database_url, url, START, liz_llm_max_retries=0)
+        with served(app) as client:
+            scripted.fail_next(503)
+            if streaming:
+                events = events_of(stream(client, path, {"approve": True}, headers=bearer("ann")))
+                name, failure = events[-1]
+                assert name == "error" and failure["status"] in (502, 503)
+            else:
+                response = client.post(path, json={"approve": True}, headers=bearer("ann"))
+                assert response.status_code in (502, 503)
+                failure = response.json()
+            assert 'send {"approve": true} again' in failure["error"]
+            assert refunds == [("A1", 12.5)]
+
+            # The other decision is refused, and changes nothing.
+            other = client.post(path, json={"approve": False}, headers=bearer("ann"))
+            assert other.status_code == 409 and "approved" in other.json()["error"]
+
+        scripted.reply("Done: 12.5 refunded on A1.")
+        later = START + timedelta(seconds=TTL + 60)  # a kept decision outlives the approval's time
+        with served(app_at(agent, database_url, url, later)) as client:
+            again = client.post(path, json={"approve": True}, headers=bearer("ann"))
+            assert again.status_code == 200, again.text
+            assert again.json()["text"] == "Done: 12.5 refunded on A1."
+            assert refunds == [("A1", 12.5)]  # run once, though decided twice
+            assert scripted.chat_requests[-1].tool_results == ["refunded 12.5 on A1"]
+            assert (
+                client.post(path, json={"approve": True}, headers=bearer("ann")).status_code == 409
+            )
+
+            scripted.reply("Anything else?")
+            client.post("/agent/input", json=say(text="Thanks"), headers=bearer("ann"))
+            prompt = scripted.chat_requests[-1].prompt
+            assert prompt.count("Done: 12.5 refunded on A1.") == 1
+    assert refunds == [("A1", 12.5)]
 
 
 @pytest.mark.parametrize("streaming", [False, True])

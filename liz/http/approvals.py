@@ -2,7 +2,9 @@
 
 Only the approval's own user (by token) or the server key may decide. The tool then
 runs (or is refused), the model writes the reply, and the answer is JSON or, with
-``Accept: text/event-stream``, the same events as ``POST /agent/input``.
+``Accept: text/event-stream``, the same events as ``POST /agent/input``. When the
+model fails after the call ran, the answer is that failure (502 or 503) and the same
+decision sent again gets the reply; the call is not run again.
 """
 
 from __future__ import annotations
@@ -21,13 +23,7 @@ from liz.http.agent_input import sse
 from liz.http.auth import caller_of
 from liz.http.errors import error_body, log_failure, request_id_of
 from liz.pipeline import AgentFramework
-from liz.tools.approvals import (
-    Decision,
-    check_decidable,
-    claim_decision,
-    load_approval,
-    resume,
-)
+from liz.tools.approvals import claim_decision, load_approval, resume
 from liz.tools.context import ToolContext
 from liz.tools.loop import ToolTurn
 from liz.tools.turn import limits_of
@@ -41,15 +37,13 @@ async def decide_approval(request: Request) -> Response:
     runtime = framework.runtime
     approval = await load_approval(runtime, request.path_params["approval_id"])
     caller_of(request).check_may_act_as(approval.user_id)
-    check_decidable(runtime, approval)
     agents: Mapping[str, BaseAgent] = request.app.state.agents
     agent = agents.get(approval.agent_id)
     if agent is None:
         raise NotFound(f"the agent {approval.agent_id!r} of this approval is not served here")
     if runtime.llm_client is None:
         raise LLMNotConfigured()
-    decision = Decision(approval, approve)
-    await claim_decision(runtime, decision)
+    decision = await claim_decision(runtime, approval, approve)
 
     def turn(on_text: TokenSink | None, on_event: EventSink | None) -> ToolTurn:
         ctx = ToolContext(runtime, agent, approval.user_id, approval.room_id, Trace())

@@ -54,6 +54,19 @@ class CallOutcome:
             "durationMs": round(self.duration_ms, 3),
         }
 
+    @classmethod
+    def from_json_dict(cls, kept: dict[str, Any]) -> CallOutcome:
+        """The outcome :meth:`to_json_dict` wrote."""
+        return cls(
+            kept["id"],
+            kept["name"],
+            kept["arguments"],
+            kept["ok"],
+            kept.get("result"),
+            kept.get("error"),
+            kept["durationMs"],
+        )
+
 
 def parsed_arguments(call: RequestedCall) -> Any:
     """The call's arguments as JSON; the raw text when they are not JSON."""
