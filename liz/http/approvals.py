@@ -24,11 +24,7 @@ from liz.http.auth import caller_of
 from liz.http.errors import error_body, log_failure, request_id_of
 from liz.pipeline import AgentFramework
 from liz.tools.approvals import claim_decision, load_approval, resume
-from liz.tools.context import ToolContext
-from liz.tools.loop import ToolTurn
-from liz.tools.turn import limits_of
-from liz.trace import Trace
-from liz.types import EventSink, TokenSink
+from liz.tools.turn import decision_turn
 
 
 async def decide_approval(request: Request) -> Response:
@@ -45,19 +41,10 @@ async def decide_approval(request: Request) -> Response:
         raise LLMNotConfigured()
     decision = await claim_decision(runtime, approval, approve)
 
-    def turn(on_text: TokenSink | None, on_event: EventSink | None) -> ToolTurn:
-        ctx = ToolContext(runtime, agent, approval.user_id, approval.room_id, Trace())
-        return ToolTurn(
-            runtime.llm,
-            agent.tools,
-            ctx,
-            limits_of(runtime.settings),
-            on_text=on_text,
-            on_event=on_event,
-        )
-
     if "text/event-stream" not in request.headers.get("accept", ""):
-        return JSONResponse(await resume(turn(None, None), runtime, decision))
+        return JSONResponse(
+            await resume(decision_turn(runtime, agent, approval), runtime, decision)
+        )
     events: asyncio.Queue[str | None] = asyncio.Queue()
 
     async def on_text(text: str) -> None:
@@ -68,7 +55,8 @@ async def decide_approval(request: Request) -> Response:
 
     async def run() -> None:
         try:
-            body = await resume(turn(on_text, on_event), runtime, decision)
+            turn = decision_turn(runtime, agent, approval, on_text=on_text, on_event=on_event)
+            body = await resume(turn, runtime, decision)
             await events.put(sse("reply", body))
         except LizError as exc:
             log_failure(exc, request_id_of(request))
