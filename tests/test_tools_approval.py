@@ -250,3 +250,31 @@ def test_tool_events_pending_replies_and_decisions_match_the_api_document(
                 matches(document, events[name]["$ref"].split("/")[-1], data)
                 seen.add(name)
     assert {"tool_call", "tool_result", "reply"} <= seen
+
+
+def test_a_decision_whose_reply_asks_for_another_approval_leaves_that_one_pending(
+    database_url: str,
+) -> None:
+    refunds: list[tuple[str, float]] = []
+    agent = refunding_agent(refunds)
+    scripted = ScriptedOpenAI()
+    with scripted.serve() as url:
+        first = ask_for_refund(agent, database_url, scripted, url)["pendingApproval"]
+        scripted.reply(
+            call_tool("refund", {"order_id": "B2", "amount": 3}, text="And B2?"), "Both done."
+        )
+        with served(app_at(agent, database_url, url, START)) as client:
+            decided = client.post(
+                f"/agent/approvals/{first['id']}", json={"approve": True}, headers=bearer("ann")
+            )
+            assert decided.status_code == 200, decided.text
+            second = decided.json()["pendingApproval"]
+            assert second["arguments"] == {"order_id": "B2", "amount": 3}
+            assert refunds == [("A1", 12.5)]
+
+            again = client.post(
+                f"/agent/approvals/{second['id']}", json={"approve": True}, headers=bearer("ann")
+            )
+            assert again.status_code == 200, again.text
+            assert again.json()["text"] == "Both done."
+    assert refunds == [("A1", 12.5), ("B2", 3.0)]
