@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -75,6 +78,28 @@ def ask_for_refund(
     return body
 
 
+@dataclass
+class Shop:
+    """A shop whose model asked for a refund; ``asked`` is the reply with the pending call."""
+
+    agent: BaseAgent
+    scripted: ScriptedOpenAI
+    url: str
+    asked: dict[str, Any]
+    refunds: list[tuple[str, float]]
+
+
+@contextmanager
+def refund_asked(database_url: str) -> Iterator[Shop]:
+    refunds: list[tuple[str, float]] = []
+    agent = refunding_agent(refunds)
+    scripted = ScriptedOpenAI()
+    with scripted.serve() as url:
+        yield Shop(
+            agent, scripted, url, ask_for_refund(agent, database_url, scripted, url), refunds
+        )
+
+
 def test_an_approved_call_runs_after_a_restart_and_the_model_writes_the_reply(
     database_url: str,
 ) -> None:
@@ -128,12 +153,9 @@ def test_an_approved_call_runs_after_a_restart_and_the_model_writes_the_reply(
 def test_when_the_model_fails_after_an_approved_call_the_decision_sent_again_gets_the_reply(
     database_url: str, streaming: bool
 ) -> None:
-    refunds: list[tuple[str, float]] = []
-    agent = refunding_agent(refunds)
-    scripted = ScriptedOpenAI()
-    with scripted.serve() as url:
-        pending = ask_for_refund(agent, database_url, scripted, url)["pendingApproval"]
-        path = f"/agent/approvals/{pending['id']}"
+    with refund_asked(database_url) as shop:
+        agent, scripted, url, refunds = shop.agent, shop.scripted, shop.url, shop.refunds
+        path = f"/agent/approvals/{shop.asked['pendingApproval']['id']}"
         app = app_at(agent, database_url, url, START, liz_llm_max_retries=0)
         with served(app) as client:
             scripted.fail_next(503)
@@ -255,11 +277,9 @@ def test_tool_events_pending_replies_and_decisions_match_the_api_document(
 def test_a_decision_whose_reply_asks_for_another_approval_leaves_that_one_pending(
     database_url: str,
 ) -> None:
-    refunds: list[tuple[str, float]] = []
-    agent = refunding_agent(refunds)
-    scripted = ScriptedOpenAI()
-    with scripted.serve() as url:
-        first = ask_for_refund(agent, database_url, scripted, url)["pendingApproval"]
+    with refund_asked(database_url) as shop:
+        agent, scripted, url, refunds = shop.agent, shop.scripted, shop.url, shop.refunds
+        first = shop.asked["pendingApproval"]
         scripted.reply(
             call_tool("refund", {"order_id": "B2", "amount": 3}, text="And B2?"), "Both done."
         )

@@ -56,44 +56,39 @@ def scripted_refund(then: str) -> ScriptedOpenAI:
     return scripted
 
 
-@pytest.mark.parametrize(("answer", "done"), [("y", ["A1 12.5"]), ("n", [])])
-def test_chat_in_process_asks_before_a_call_that_needs_approval(
-    tmp_path: Path, answer: str, done: list[str]
-) -> None:
+def chat_in_process(tmp_path: Path, scripted: ScriptedOpenAI, stdin: str) -> str:
+    """What ``liz chat shop:app`` printed, given ``stdin``, the shop's model ``scripted``."""
     env = shop(tmp_path)
-    scripted = scripted_refund("As you wish.")
     with scripted.serve() as base_url:
         result = liz(
             "chat",
             "shop:app",
-            "--user",
-            "ann",
             env={**env, "OPENAI_BASE_URL": base_url},
             cwd=tmp_path,
-            stdin=f"Refund order A1\n{answer}\n",
+            stdin=stdin,
         )
     assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+@pytest.mark.parametrize(("answer", "done"), [("y", ["A1 12.5"]), ("n", [])])
+def test_chat_in_process_asks_before_a_call_that_needs_approval(
+    tmp_path: Path, answer: str, done: list[str]
+) -> None:
+    scripted = scripted_refund("As you wish.")
+    printed = chat_in_process(tmp_path, scripted, f"Refund order A1\n{answer}\n")
     asked = 'Clerk asks to run refund({"order_id": "A1", "amount": 12.5}). Allow it? [y/n]'
-    assert asked in result.stdout
-    assert "Clerk> As you wish." in result.stdout
+    assert asked in printed
+    assert "Clerk> As you wish." in printed
     assert refunds(tmp_path) == done
     told = json.dumps(scripted.chat_requests[-1].tool_results[0])
     assert ("refunded 12.5 on A1" in told) if done else ("denied" in told)
 
 
 def test_chat_leaves_a_call_waiting_when_the_answer_is_neither_yes_nor_no(tmp_path: Path) -> None:
-    env = shop(tmp_path)
     scripted = scripted_refund("unused")
-    with scripted.serve() as base_url:
-        result = liz(
-            "chat",
-            "shop:app",
-            env={**env, "OPENAI_BASE_URL": base_url},
-            cwd=tmp_path,
-            stdin="Refund order A1\nmaybe\n",
-        )
-    assert result.returncode == 0, result.stderr
-    assert "(left waiting: approval " in result.stdout
+    printed = chat_in_process(tmp_path, scripted, "Refund order A1\nmaybe\n")
+    assert "(left waiting: approval " in printed
     assert refunds(tmp_path) == []
     assert len(scripted.chat_requests) == 1
 
