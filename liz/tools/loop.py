@@ -86,7 +86,8 @@ class ToolTurn:
         return await run_call(call, tool, self.ctx, list(self.tools), self.limits.call_timeout)
 
     async def go_on(self, messages: list[dict[str, Any]], decided: CallOutcome) -> LoopEnd:
-        """Tell the decided call and its outcome, give it to the model and go on with the loop."""
+        """Send the decided call and its outcome as events, give the outcome to the model,
+        and go on with the loop."""
         told = {"id": decided.id, "name": decided.name, "arguments": decided.arguments}
         await self._event("tool_call", told)
         await self._event("tool_result", decided.result_event())
