@@ -181,7 +181,7 @@ def main() -> None:
     args = parser.parse_args()
     with scripted_server() as base_url, tempfile.TemporaryDirectory() as folder:
         rows = asyncio.run(measure(base_url, args.rounds, args.turns, Path(folder)))
-    print(f"One tool call a turn; {args.rounds} rounds of {args.turns} turns, medians.")
+    print(f"One tool call a turn, medians of {args.rounds} rounds of {args.turns} turns:")
     header = ["way", "CPU ms/turn", "CPU ratio", "CPU ms over floor", "wall ms/turn", "wall ratio"]
     print(markdown_table(header, rows))
     sys.stdout.flush()

@@ -300,8 +300,9 @@ async def test_embedding_an_empty_text_is_refused_before_any_request(scripted, l
     assert scripted.requests == []
 
 
-class EmbeddingsEndpoint:
-    """An OpenAI-compatible embeddings endpoint over real HTTP that answers ``body``."""
+class RawEndpoint:
+    """An OpenAI-compatible endpoint over real HTTP that answers ``body``, to chat and
+    embeddings requests alike."""
 
     def __init__(self) -> None:
         self.body = b""
@@ -311,9 +312,14 @@ class EmbeddingsEndpoint:
 
 
 @pytest.fixture
-async def embeddings_endpoint() -> AsyncIterator[tuple[EmbeddingsEndpoint, LLMClient]]:
-    endpoint = EmbeddingsEndpoint()
-    app = Starlette(routes=[Route("/v1/embeddings", endpoint.answer, methods=["POST"])])
+async def raw_endpoint() -> AsyncIterator[tuple[RawEndpoint, LLMClient]]:
+    endpoint = RawEndpoint()
+    app = Starlette(
+        routes=[
+            Route("/v1/embeddings", endpoint.answer, methods=["POST"]),
+            Route("/v1/chat/completions", endpoint.answer, methods=["POST"]),
+        ]
+    )
     with serve_in_thread(app) as url:
         openai = AsyncOpenAI(base_url=f"{url}/v1", api_key="test", max_retries=0)
         llm = LLMClient(openai, small_model="s", large_model="l", embedding_model="embedder")
@@ -321,8 +327,8 @@ async def embeddings_endpoint() -> AsyncIterator[tuple[EmbeddingsEndpoint, LLMCl
         await llm.close()
 
 
-async def test_a_float_answer_and_a_base64_answer_give_the_same_vectors(embeddings_endpoint):
-    endpoint, llm = embeddings_endpoint
+async def test_a_float_answer_and_a_base64_answer_give_the_same_vectors(raw_endpoint):
+    endpoint, llm = raw_endpoint
     numbers = [[0.25, -1.5, 3.0], [1.0, 0.5, -0.125]]
     listed = [{"index": index, "embedding": vector} for index, vector in enumerate(numbers)]
     endpoint.body = json.dumps({"data": listed[::-1]}).encode()  # out of order, numbered
@@ -350,9 +356,9 @@ async def test_a_float_answer_and_a_base64_answer_give_the_same_vectors(embeddin
     ],
 )
 async def test_a_broken_embeddings_answer_is_an_output_error_naming_what_is_wrong(
-    embeddings_endpoint, body, error
+    raw_endpoint, body, error
 ):
-    endpoint, llm = embeddings_endpoint
+    endpoint, llm = raw_endpoint
     endpoint.body = body
 
     with pytest.raises(LLMOutputError, match=error) as raised:
@@ -361,8 +367,47 @@ async def test_a_broken_embeddings_answer_is_an_output_error_naming_what_is_wron
     assert raised.value.status == 502
 
 
-async def test_vectors_of_different_lengths_in_one_answer_are_refused(embeddings_endpoint):
-    endpoint, llm = embeddings_endpoint
+@pytest.mark.parametrize(
+    ("body", "error"),
+    [
+        (b"<html>502 Bad Gateway</html>", "not a JSON object"),
+        (b'["a list"]', "not a JSON object"),
+        (b'{"choices": []}', "returned an empty answer"),
+        (b'{"choices": [{"message": {"refusal": "No."}}]}', "it refused: No."),
+    ],
+)
+async def test_a_chat_answer_without_text_is_an_output_error_naming_what_came(
+    raw_endpoint, body, error
+):
+    endpoint, llm = raw_endpoint
+    endpoint.body = body
+
+    with pytest.raises(LLMOutputError, match=error) as raised:
+        await llm.text("Hi")
+    assert raised.value.status == 502
+
+
+async def test_a_chat_answers_calls_are_read_and_calls_of_other_kinds_skipped(raw_endpoint):
+    endpoint, llm = raw_endpoint
+    calls = [
+        {"id": "c1", "type": "function", "function": {"name": "weather", "arguments": "{}"}},
+        {"id": "c2", "type": "custom", "custom": {"name": "grep", "input": "x"}},
+        {"id": "c3", "function": {"name": "clock"}},  # no type, no arguments: a function
+    ]
+    message = {"role": "assistant", "content": None, "tool_calls": calls}
+    endpoint.body = json.dumps({"choices": [{"message": message}]}).encode()
+
+    step = await llm.tool_step([{"role": "user", "content": "Hi"}], [])
+
+    assert step.text == ""
+    assert [(c.id, c.name, c.arguments) for c in step.calls] == [
+        ("c1", "weather", "{}"),
+        ("c3", "clock", ""),
+    ]
+
+
+async def test_vectors_of_different_lengths_in_one_answer_are_refused(raw_endpoint):
+    endpoint, llm = raw_endpoint
     endpoint.body = b'{"data": [{"embedding": [1.0]}, {"embedding": [1.0, 2.0]}]}'
 
     with pytest.raises(LLMOutputError, match=r"different lengths \(1, 2\)"):

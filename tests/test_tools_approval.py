@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -49,7 +52,7 @@ def refunding_agent(refunds: list[tuple[str, float]]) -> BaseAgent:
     return agent
 
 
-def app_at(agent: BaseAgent, database_url: str, llm_url: str, now: datetime) -> Any:
+def app_at(agent: BaseAgent, database_url: str, llm_url: str, now: datetime, **options: Any) -> Any:
     return tool_app(
         agent,
         database_url,
@@ -58,6 +61,7 @@ def app_at(agent: BaseAgent, database_url: str, llm_url: str, now: datetime) -> 
         liz_jwt_secret=SECRET,
         liz_api_key=SERVER_KEY,
         liz_tool_approval_ttl=TTL,
+        **options,
     )
 
 
@@ -72,6 +76,28 @@ def ask_for_refund(
     assert response.status_code == 200, response.text
     body: dict[str, Any] = response.json()
     return body
+
+
+@dataclass
+class Shop:
+    """A shop whose model asked for a refund; ``asked`` is the reply with the pending call."""
+
+    agent: BaseAgent
+    scripted: ScriptedOpenAI
+    url: str
+    asked: dict[str, Any]
+    refunds: list[tuple[str, float]]
+
+
+@contextmanager
+def refund_asked(database_url: str) -> Iterator[Shop]:
+    refunds: list[tuple[str, float]] = []
+    agent = refunding_agent(refunds)
+    scripted = ScriptedOpenAI()
+    with scripted.serve() as url:
+        yield Shop(
+            agent, scripted, url, ask_for_refund(agent, database_url, scripted, url), refunds
+        )
 
 
 def test_an_approved_call_runs_after_a_restart_and_the_model_writes_the_reply(
@@ -121,6 +147,50 @@ def test_an_approved_call_runs_after_a_restart_and_the_model_writes_the_reply(
             client.post("/agent/input", json=say(text="Thanks"), headers=bearer("ann"))
             prompt = scripted.chat_requests[-1].prompt
             assert "Done: 12.5 refunded on A1." in prompt and "refunded 12.5 on A1" in prompt
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_when_the_model_fails_after_an_approved_call_the_decision_sent_again_gets_the_reply(
+    database_url: str, streaming: bool
+) -> None:
+    with refund_asked(database_url) as shop:
+        agent, scripted, url, refunds = shop.agent, shop.scripted, shop.url, shop.refunds
+        path = f"/agent/approvals/{shop.asked['pendingApproval']['id']}"
+        app = app_at(agent, database_url, url, START, liz_llm_max_retries=0)
+        with served(app) as client:
+            scripted.fail_next(503)
+            if streaming:
+                events = events_of(stream(client, path, {"approve": True}, headers=bearer("ann")))
+                name, failure = events[-1]
+                assert name == "error" and failure["status"] in (502, 503)
+            else:
+                response = client.post(path, json={"approve": True}, headers=bearer("ann"))
+                assert response.status_code in (502, 503)
+                failure = response.json()
+            assert 'send {"approve": true} again' in failure["error"]
+            assert refunds == [("A1", 12.5)]
+
+            # The other decision is refused, and changes nothing.
+            other = client.post(path, json={"approve": False}, headers=bearer("ann"))
+            assert other.status_code == 409 and "approved" in other.json()["error"]
+
+        scripted.reply("Done: 12.5 refunded on A1.")
+        later = START + timedelta(seconds=TTL + 60)  # a kept decision outlives the approval's time
+        with served(app_at(agent, database_url, url, later)) as client:
+            again = client.post(path, json={"approve": True}, headers=bearer("ann"))
+            assert again.status_code == 200, again.text
+            assert again.json()["text"] == "Done: 12.5 refunded on A1."
+            assert refunds == [("A1", 12.5)]  # run once, though decided twice
+            assert scripted.chat_requests[-1].tool_results == ["refunded 12.5 on A1"]
+            assert (
+                client.post(path, json={"approve": True}, headers=bearer("ann")).status_code == 409
+            )
+
+            scripted.reply("Anything else?")
+            client.post("/agent/input", json=say(text="Thanks"), headers=bearer("ann"))
+            prompt = scripted.chat_requests[-1].prompt
+            assert prompt.count("Done: 12.5 refunded on A1.") == 1
+    assert refunds == [("A1", 12.5)]
 
 
 @pytest.mark.parametrize("streaming", [False, True])
@@ -202,3 +272,29 @@ def test_tool_events_pending_replies_and_decisions_match_the_api_document(
                 matches(document, events[name]["$ref"].split("/")[-1], data)
                 seen.add(name)
     assert {"tool_call", "tool_result", "reply"} <= seen
+
+
+def test_a_decision_whose_reply_asks_for_another_approval_leaves_that_one_pending(
+    database_url: str,
+) -> None:
+    with refund_asked(database_url) as shop:
+        agent, scripted, url, refunds = shop.agent, shop.scripted, shop.url, shop.refunds
+        first = shop.asked["pendingApproval"]
+        scripted.reply(
+            call_tool("refund", {"order_id": "B2", "amount": 3}, text="And B2?"), "Both done."
+        )
+        with served(app_at(agent, database_url, url, START)) as client:
+            decided = client.post(
+                f"/agent/approvals/{first['id']}", json={"approve": True}, headers=bearer("ann")
+            )
+            assert decided.status_code == 200, decided.text
+            second = decided.json()["pendingApproval"]
+            assert second["arguments"] == {"order_id": "B2", "amount": 3}
+            assert refunds == [("A1", 12.5)]
+
+            again = client.post(
+                f"/agent/approvals/{second['id']}", json={"approve": True}, headers=bearer("ann")
+            )
+            assert again.status_code == 200, again.text
+            assert again.json()["text"] == "Both done."
+    assert refunds == [("A1", 12.5), ("B2", 3.0)]

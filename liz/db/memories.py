@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from pydantic import TypeAdapter
+from pydantic_core import from_json
 from sqlalchemy import Table, bindparam, func, insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
 
@@ -149,7 +150,7 @@ def _fields(row: Sequence[Any]) -> dict[str, Any]:
         "user_id": user_id,
         "agent_id": agent_id,
         "room_id": room_id,
-        "content": json.loads(text),
+        "content": from_json(text),  # pydantic's parser: every turn reads a hundred of these
         "type": type,
         "generator": generator,
         "created_at": created_at if isinstance(created_at, datetime) else read_utc(created_at),
@@ -159,7 +160,7 @@ def _fields(row: Sequence[Any]) -> dict[str, Any]:
 def _to_memory(row: Sequence[Any]) -> Memory | None:
     id, text = row[0], row[4]
     try:
-        content = json.loads(text)
+        content = from_json(text)
     except (TypeError, ValueError):
         logger.warning("skipping memory %s: its content is not valid JSON", id)
         return None

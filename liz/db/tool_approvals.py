@@ -2,6 +2,9 @@
 
 A row holds the paused turn (its messages as sent, the call waiting) and is decided
 once: the decision is a conditional update, so two requests cannot both run the call.
+The call's outcome is written as soon as it ran (or was refused), and the id of the
+turn's reply in the reply's own transaction: a decision whose reply failed keeps its
+outcome, and asking again finishes the turn without running the call again.
 """
 
 from __future__ import annotations
@@ -13,8 +16,10 @@ from sqlalchemy import Index, Text, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, mapped_column
 
+from liz.db.memories import insert_memory
 from liz.db.tables import Base
 from liz.db.types import UTCDateTime
+from liz.types import Memory
 
 PENDING = "pending"
 
@@ -38,6 +43,8 @@ class ToolApprovalRecord(Base):
     created_at: Mapped[datetime] = mapped_column("createdAt", UTCDateTime())
     expires_at: Mapped[datetime] = mapped_column("expiresAt", UTCDateTime())
     decided_at: Mapped[datetime | None] = mapped_column("decidedAt", UTCDateTime())
+    outcome: Mapped[str | None] = mapped_column(Text)  # JSON: the decided call's outcome
+    reply_id: Mapped[str | None] = mapped_column("replyId", Text)  # the turn's stored reply
 
 
 @dataclass(frozen=True)
@@ -53,6 +60,8 @@ class StoredApproval:
     messages: str
     status: str
     expires_at: datetime
+    outcome: str | None = None
+    reply_id: str | None = None
 
 
 async def insert_approval(session: AsyncSession, approval: StoredApproval, now: datetime) -> None:
@@ -91,6 +100,8 @@ async def read_approval(session: AsyncSession, approval_id: str) -> StoredApprov
         row.messages,
         row.status,
         row.expires_at,
+        row.outcome,
+        row.reply_id,
     )
 
 
@@ -108,3 +119,30 @@ async def decide_approval(
         .values(status=status, decided_at=now)
     )
     return bool(getattr(result, "rowcount", 0) == 1)
+
+
+async def record_outcome(session: AsyncSession, approval_id: str, outcome: str) -> None:
+    """Keep the decided call's outcome (JSON), once it ran or was refused."""
+    await session.execute(
+        update(ToolApprovalRecord)
+        .where(ToolApprovalRecord.id == approval_id, ToolApprovalRecord.outcome.is_(None))
+        .values(outcome=outcome)
+    )
+
+
+async def store_reply(
+    session: AsyncSession, approval_id: str, reply: Memory, paused: StoredApproval | None
+) -> bool:
+    """Store the decided turn's reply (and the call it leaves waiting, if any) and link the
+    reply to the approval; False, storing nothing, when another request's reply was first."""
+    result = await session.execute(
+        update(ToolApprovalRecord)
+        .where(ToolApprovalRecord.id == approval_id, ToolApprovalRecord.reply_id.is_(None))
+        .values(reply_id=reply.id)
+    )
+    if getattr(result, "rowcount", 0) != 1:
+        return False
+    await insert_memory(session, reply)
+    if paused is not None:
+        await insert_approval(session, paused, reply.created_at)
+    return True

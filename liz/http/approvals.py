@@ -2,7 +2,9 @@
 
 Only the approval's own user (by token) or the server key may decide. The tool then
 runs (or is refused), the model writes the reply, and the answer is JSON or, with
-``Accept: text/event-stream``, the same events as ``POST /agent/input``.
+``Accept: text/event-stream``, the same events as ``POST /agent/input``. When the
+model fails after the call ran, the answer is that failure (502 or 503) and the same
+decision sent again gets the reply; the call is not run again.
 """
 
 from __future__ import annotations
@@ -21,18 +23,8 @@ from liz.http.agent_input import sse
 from liz.http.auth import caller_of
 from liz.http.errors import error_body, log_failure, request_id_of
 from liz.pipeline import AgentFramework
-from liz.tools.approvals import (
-    Decision,
-    check_decidable,
-    claim_decision,
-    load_approval,
-    resume,
-)
-from liz.tools.context import ToolContext
-from liz.tools.loop import ToolTurn
-from liz.tools.turn import limits_of
-from liz.trace import Trace
-from liz.types import EventSink, TokenSink
+from liz.tools.approvals import claim_decision, load_approval, resume
+from liz.tools.turn import decision_turn
 
 
 async def decide_approval(request: Request) -> Response:
@@ -41,29 +33,18 @@ async def decide_approval(request: Request) -> Response:
     runtime = framework.runtime
     approval = await load_approval(runtime, request.path_params["approval_id"])
     caller_of(request).check_may_act_as(approval.user_id)
-    check_decidable(runtime, approval)
     agents: Mapping[str, BaseAgent] = request.app.state.agents
     agent = agents.get(approval.agent_id)
     if agent is None:
         raise NotFound(f"the agent {approval.agent_id!r} of this approval is not served here")
     if runtime.llm_client is None:
         raise LLMNotConfigured()
-    decision = Decision(approval, approve)
-    await claim_decision(runtime, decision)
-
-    def turn(on_text: TokenSink | None, on_event: EventSink | None) -> ToolTurn:
-        ctx = ToolContext(runtime, agent, approval.user_id, approval.room_id, Trace())
-        return ToolTurn(
-            runtime.llm,
-            agent.tools,
-            ctx,
-            limits_of(runtime.settings),
-            on_text=on_text,
-            on_event=on_event,
-        )
+    decision = await claim_decision(runtime, approval, approve)
 
     if "text/event-stream" not in request.headers.get("accept", ""):
-        return JSONResponse(await resume(turn(None, None), runtime, decision))
+        return JSONResponse(
+            await resume(decision_turn(runtime, agent, approval), runtime, decision)
+        )
     events: asyncio.Queue[str | None] = asyncio.Queue()
 
     async def on_text(text: str) -> None:
@@ -74,7 +55,8 @@ async def decide_approval(request: Request) -> Response:
 
     async def run() -> None:
         try:
-            body = await resume(turn(on_text, on_event), runtime, decision)
+            turn = decision_turn(runtime, agent, approval, on_text=on_text, on_event=on_event)
+            body = await resume(turn, runtime, decision)
             await events.put(sse("reply", body))
         except LizError as exc:
             log_failure(exc, request_id_of(request))

@@ -93,7 +93,9 @@ def approval_operations(sse_description: str, events: dict[str, Any]) -> dict[st
                 "tags": ["agents"],
                 "summary": "Approve or deny a tool call a turn left waiting; get the reply",
                 "description": "Only the approval's user (by token) or the server key may "
-                "decide. JSON by default; server-sent events with `Accept: text/event-stream`.",
+                "decide. JSON by default; server-sent events with `Accept: text/event-stream`. "
+                "A 502 or 503 after the call ran keeps the decision: the same decision sent "
+                "again gets the reply, and the call does not run again.",
                 "parameters": [
                     {
                         "name": "approval_id",

@@ -8,7 +8,8 @@ rather than ``chat.completions.create`` and ``embeddings.create``: those walk ev
 message through each type of the SDK's message unions before sending, to rename
 fields our plain dicts never have. That walk was a seventh of a turn's CPU time
 under load. The SDK still sends, retries, authenticates and raises as ever, and parses
-chat answers; embeddings answers are read by :mod:`liz.llm.embedding_answers`.
+streamed chunks; whole chat answers are read by :mod:`liz.llm.chat_answers`, embeddings
+answers by :mod:`liz.llm.embedding_answers`.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import openai
 from openai import AsyncOpenAI, AsyncStream
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
+from liz.llm.chat_answers import ChatAnswer, read_chat_answer
 from liz.llm.embedding_answers import Vector, read_embeddings_answer
 from liz.llm.errors import translate_openai_error
 from liz.observe.genai import LLMCallRecord, llm_call
@@ -38,7 +40,7 @@ async def complete(
     *,
     temperature: float | None = None,
     response_format: dict[str, Any] | None = None,
-) -> ChatCompletion:
+) -> ChatAnswer:
     """One chat completion, whole."""
     body: dict[str, Any] = {"model": model, "messages": messages, "stream": False}
     if temperature is not None:
@@ -50,12 +52,18 @@ async def complete(
     with llm_call(
         "chat", model, messages=messages, response_format=response_format, server=server(client)
     ) as record:
-        try:
-            completion = await client.post("/chat/completions", body=body, cast_to=ChatCompletion)
-        except openai.OpenAIError as exc:
-            raise translate_openai_error(exc, model=model) from exc
-        read_completion(record, completion)
-    return completion
+        answer = await post_chat(client, model, body)
+        read_completion(record, answer)
+    return answer
+
+
+async def post_chat(client: AsyncOpenAI, model: str, body: dict[str, Any]) -> ChatAnswer:
+    """Send ``body`` to the chat endpoint; its whole answer, read."""
+    try:
+        content = await client.post("/chat/completions", body=body, cast_to=bytes)
+    except openai.OpenAIError as exc:
+        raise translate_openai_error(exc, model=model) from exc
+    return read_chat_answer(content, model=model)
 
 
 def server(client: AsyncOpenAI) -> tuple[str | None, int | None]:
@@ -64,14 +72,13 @@ def server(client: AsyncOpenAI) -> tuple[str | None, int | None]:
     return url.host or None, url.port
 
 
-def read_completion(record: LLMCallRecord, completion: ChatCompletion) -> None:
+def read_completion(record: LLMCallRecord, answer: ChatAnswer) -> None:
     """What a whole answer tells the call's record: model, id, usage, finish reasons."""
-    record.response_model = completion.model or None
-    record.response_id = completion.id or None
-    record.read_usage(completion.usage)
-    record.finish_reasons = [c.finish_reason for c in completion.choices if c.finish_reason]
-    if completion.choices:
-        record.output_text = completion.choices[0].message.content
+    record.response_model = answer.model
+    record.response_id = answer.id
+    record.read_usage(answer.usage)
+    record.finish_reasons = list(answer.finish_reasons)
+    record.output_text = answer.text or None
 
 
 def read_chunk(record: LLMCallRecord, chunk: ChatCompletionChunk) -> None:

@@ -29,7 +29,7 @@ from liz.llm.calls import complete, embed_batch, embed_batch_float32, stream_del
 from liz.llm.endpoint import endpoint_from_settings
 from liz.llm.errors import LLMOutputError
 from liz.llm.messages import Prompt, build_messages
-from liz.llm.output import answer_text, parse_answer, refusal_note
+from liz.llm.output import parse_answer, refusal_note
 from liz.llm.schema import response_schema, schema_name
 from liz.llm.tool_calls import TextSink, ToolStep, tool_step
 from liz.templates import PromptTemplates, default_templates
@@ -128,13 +128,12 @@ class LLMClient:
         """The model's text answer to ``prompt`` (a string or a list of messages)."""
         messages = build_messages(prompt, system=system, image_urls=image_urls)
         chosen = model or self.model_for(size)
-        completion = await complete(self.openai, chosen, messages, temperature=temperature)
-        content = answer_text(completion)
-        if not content:
+        answer = await complete(self.openai, chosen, messages, temperature=temperature)
+        if not answer.text:
             raise LLMOutputError(
-                f"the model {chosen} returned an empty answer{refusal_note(completion)}"
+                f"the model {chosen} returned an empty answer{refusal_note(answer)}"
             )
-        return content
+        return answer.text
 
     async def structured(
         self,
@@ -170,17 +169,17 @@ class LLMClient:
         problem = ""
         content = ""
         for attempt in (1, 2):
-            completion = await complete(
+            answer = await complete(
                 self.openai,
                 chosen,
                 messages,
                 temperature=temperature,
                 response_format=response_format,
             )
-            content = answer_text(completion)
-            answer, problem = parse_answer(content, schema, completion)
-            if answer is not None:
-                return answer
+            content = answer.text
+            parsed, problem = parse_answer(answer, schema)
+            if parsed is not None:
+                return parsed
             log.info("model %s gave unusable %s (attempt %d): %s", chosen, name, attempt, problem)
             repair = self.templates.render(
                 "llm_output_repair.j2", problem=problem, schema_name=name

@@ -1,4 +1,4 @@
-"""Reading a chat completion's answer: its text, and JSON validated against a model."""
+"""Reading a chat answer for a caller: JSON validated against a model, a refusal told."""
 
 from __future__ import annotations
 
@@ -7,31 +7,21 @@ from typing import TYPE_CHECKING, TypeVar
 from pydantic import BaseModel, ValidationError
 
 if TYPE_CHECKING:
-    from openai.types.chat import ChatCompletion
+    from liz.llm.chat_answers import ChatAnswer
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
-def answer_text(completion: ChatCompletion) -> str:
-    """The first choice's text, or "" when there is none."""
-    if not completion.choices:
-        return ""
-    return completion.choices[0].message.content or ""
-
-
-def refusal_note(completion: ChatCompletion) -> str:
+def refusal_note(answer: ChatAnswer) -> str:
     """ " (it refused: ...)" when the model refused, else "" (for error messages)."""
-    refusal = completion.choices[0].message.refusal if completion.choices else None
-    return f" (it refused: {refusal})" if refusal else ""
+    return f" (it refused: {answer.refusal})" if answer.refusal else ""
 
 
-def parse_answer(
-    content: str, schema: type[ModelT], completion: ChatCompletion
-) -> tuple[ModelT | None, str]:
+def parse_answer(answer: ChatAnswer, schema: type[ModelT]) -> tuple[ModelT | None, str]:
     """The validated answer, or None and what is wrong with it in words the model can act on."""
-    text = _strip_code_fence(content)
+    text = _strip_code_fence(answer.text)
     if not text:
-        return None, f"the answer was empty{refusal_note(completion)}"
+        return None, f"the answer was empty{refusal_note(answer)}"
     try:
         return schema.model_validate_json(text), ""
     except ValidationError as exc:

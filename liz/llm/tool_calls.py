@@ -14,28 +14,13 @@ import openai
 from openai import AsyncOpenAI, AsyncStream
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
-from liz.llm.calls import read_chunk, read_completion, server
+from liz.llm.calls import post_chat, read_chunk, read_completion, server
+from liz.llm.chat_answers import RequestedCall
 from liz.llm.errors import translate_openai_error
 from liz.observe.genai import LLMCallRecord, llm_call
 from liz.trace import record_llm_call
 
 TextSink = Callable[[str], Awaitable[None]]
-
-
-@dataclass(frozen=True)
-class RequestedCall:
-    """A call the model asked for; ``arguments`` is the JSON text it wrote."""
-
-    id: str
-    name: str
-    arguments: str
-
-    def to_message(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "type": "function",
-            "function": {"name": self.name, "arguments": self.arguments},
-        }
 
 
 @dataclass
@@ -69,13 +54,11 @@ async def tool_step(
         body["tools"] = tools
     record_llm_call(model, messages, streamed=on_text is not None)
     with llm_call("chat", model, messages=messages, server=server(client)) as record:
+        if on_text is None:
+            answer = await post_chat(client, model, body)
+            read_completion(record, answer)
+            return ToolStep(answer.text, answer.calls)
         try:
-            if on_text is None:
-                completion = await client.post(
-                    "/chat/completions", body=body, cast_to=ChatCompletion
-                )
-                read_completion(record, completion)
-                return _whole(completion)
             chunks = await client.post(
                 "/chat/completions",
                 body=body,
@@ -91,18 +74,6 @@ async def tool_step(
                 await chunks.close()
         except openai.OpenAIError as exc:
             raise translate_openai_error(exc, model=model) from exc
-
-
-def _whole(completion: ChatCompletion) -> ToolStep:
-    if not completion.choices:
-        return ToolStep()
-    message = completion.choices[0].message
-    calls = [
-        RequestedCall(call.id, call.function.name, call.function.arguments or "")
-        for call in message.tool_calls or []
-        if call.type == "function"
-    ]
-    return ToolStep(message.content or "", calls)
 
 
 async def _streamed(

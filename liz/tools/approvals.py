@@ -1,8 +1,10 @@
 """Pending approvals: a paused turn written to the database, and resumed once decided.
 
-``pending_approval`` stores the turn where the loop stopped; ``resume`` runs (or
-refuses) the call a person decided on and lets the model write the reply, which is
-kept in the conversation log as the turn's reply.
+``pending_approval`` stores the turn where the loop stopped. ``claim_decision`` takes
+a person's decision on it, once; ``resume`` runs (or refuses) the call, keeps its
+outcome, lets the model write the reply and keeps that in the conversation log as
+the turn's reply. When the model fails after the call ran, the outcome stays kept:
+the same decision sent again finishes the turn without running the call again.
 """
 
 from __future__ import annotations
@@ -13,30 +15,42 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from liz.db.memories import store_memory
 from liz.db.tool_approvals import (
     PENDING,
     StoredApproval,
     decide_approval,
     insert_approval,
     read_approval,
+    record_outcome,
+    store_reply,
 )
-from liz.errors import Conflict, NotFound
-from liz.llm.tool_calls import RequestedCall
+from liz.errors import Conflict, LLMError, NotFound
+from liz.llm.chat_answers import RequestedCall
+from liz.tools.calls import CallOutcome
 from liz.types import InputObject, Memory
 
 if TYPE_CHECKING:
     from liz.runtime import Runtime
     from liz.tools.loop import LoopEnd, ToolTurn
 
+APPROVED = "approved"
+DENIED = "denied"
+
 
 async def pending_approval(runtime: Runtime, input: InputObject, end: LoopEnd) -> dict[str, Any]:
     """Store the paused turn; the ``pendingApproval`` the reply carries."""
+    approval = paused_turn(runtime, input, end)
+    async with runtime.sessions.begin() as session:
+        await insert_approval(session, approval, runtime.clock.now())
+    return described(approval)
+
+
+def paused_turn(runtime: Runtime, input: InputObject, end: LoopEnd) -> StoredApproval:
+    """The approval a loop that stopped at a call needing one asks for (not stored yet)."""
     if end.pending is None:
         raise ValueError("the loop ended without a pending call")
     call = end.pending.call
-    now = runtime.clock.now()
-    approval = StoredApproval(
+    return StoredApproval(
         id=str(uuid.uuid4()),
         agent_id=input.agent_id,
         user_id=input.user_id,
@@ -47,11 +61,8 @@ async def pending_approval(runtime: Runtime, input: InputObject, end: LoopEnd) -
         text=end.pending.text,
         messages=json.dumps(end.messages),
         status=PENDING,
-        expires_at=now + timedelta(seconds=runtime.settings.liz_tool_approval_ttl),
+        expires_at=runtime.clock.now() + timedelta(seconds=runtime.settings.liz_tool_approval_ttl),
     )
-    async with runtime.sessions.begin() as session:
-        await insert_approval(session, approval, now)
-    return described(approval)
 
 
 def described(approval: StoredApproval) -> dict[str, Any]:
@@ -70,10 +81,12 @@ def described(approval: StoredApproval) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Decision:
-    """An approval someone may decide: checked to exist, be pending and unexpired."""
+    """A decision this request carries out: just claimed, or taken up again after the
+    model failed to answer it (then ``kept`` is the call's outcome, kept since)."""
 
     approval: StoredApproval
     approve: bool
+    kept: CallOutcome | None = None
 
 
 async def load_approval(runtime: Runtime, approval_id: str) -> StoredApproval:
@@ -85,37 +98,55 @@ async def load_approval(runtime: Runtime, approval_id: str) -> StoredApproval:
     return approval
 
 
-def check_decidable(runtime: Runtime, approval: StoredApproval) -> None:
-    """NotFound once expired, Conflict once decided."""
-    if approval.expires_at <= runtime.clock.now():
-        raise NotFound(f"approval {approval.id!r} has expired; ask the agent again")
-    if approval.status != PENDING:
+async def claim_decision(runtime: Runtime, approval: StoredApproval, approve: bool) -> Decision:
+    """Claim a pending approval for ``approve``, once; or take up the same decision again
+    when its reply failed. NotFound once expired; Conflict otherwise."""
+    if approval.status == PENDING:
+        now = runtime.clock.now()
+        if approval.expires_at <= now:
+            raise NotFound(f"approval {approval.id!r} has expired; ask the agent again")
+        async with runtime.sessions.begin() as session:
+            status = APPROVED if approve else DENIED
+            won = await decide_approval(session, approval.id, status, now)
+        if not won:
+            raise Conflict(f"approval {approval.id!r} was decided by another request")
+        return Decision(approval, approve)
+    if approval.reply_id is not None:
         raise Conflict(f"approval {approval.id!r} was already {approval.status}")
-
-
-async def claim_decision(runtime: Runtime, decision: Decision) -> None:
-    """Mark the approval decided, once: a second request for it gets a Conflict."""
-    status = "approved" if decision.approve else "denied"
-    async with runtime.sessions.begin() as session:
-        won = await decide_approval(session, decision.approval.id, status, runtime.clock.now())
-    if not won:
-        raise Conflict(f"approval {decision.approval.id!r} was decided by another request")
+    if approval.outcome is None:
+        raise Conflict(
+            f"approval {approval.id!r} was {approval.status} and its call is still running, "
+            "or was cut short; it is never run twice"
+        )
+    if approve != (approval.status == APPROVED):
+        raise Conflict(
+            f"approval {approval.id!r} was already {approval.status}; send "
+            f'{{"approve": {json.dumps(not approve)}}} again to get the reply'
+        )
+    kept = CallOutcome.from_json_dict(json.loads(approval.outcome))
+    return Decision(approval, approve, kept)
 
 
 async def resume(turn: ToolTurn, runtime: Runtime, decision: Decision) -> dict[str, Any]:
     """Run or refuse the call, let the model answer, keep the reply; the reply's body."""
     approval = decision.approval
-    call = RequestedCall(approval.tool_call_id, approval.tool_name, approval.arguments)
-    end = await turn.decided(json.loads(approval.messages), call, decision.approve)
+    outcome = decision.kept
+    if outcome is None:
+        call = RequestedCall(approval.tool_call_id, approval.tool_name, approval.arguments)
+        outcome = await turn.decide(call, decision.approve)
+        async with runtime.sessions.begin() as session:
+            await record_outcome(session, approval.id, json.dumps(outcome.to_json_dict()))
+    try:
+        end = await turn.go_on(json.loads(approval.messages), outcome)
+    except LLMError as exc:
+        raise _decision_kept(exc, decision) from exc
     input = InputObject(
         user_id=approval.user_id, agent_id=approval.agent_id, room_id=approval.room_id
     )
-    pending = None
-    if end.pending is not None:
-        pending = await pending_approval(runtime, input, end)
+    paused = None if end.pending is None else paused_turn(runtime, input, end)
     content: dict[str, Any] = {"text": end.text, "toolCalls": [c.to_json_dict() for c in end.calls]}
-    if pending is not None:
-        content["pendingApproval"] = pending
+    if paused is not None:
+        content["pendingApproval"] = described(paused)
     reply = Memory(
         user_id=approval.user_id,
         agent_id=approval.agent_id,
@@ -125,7 +156,9 @@ async def resume(turn: ToolTurn, runtime: Runtime, decision: Decision) -> dict[s
         generator="llm",
         created_at=runtime.clock.now(),
     )
-    await store_memory(runtime.engine, reply)
+    async with runtime.sessions.begin() as session:
+        if not await store_reply(session, approval.id, reply, paused):
+            raise Conflict(f"approval {approval.id!r} was answered by another request")
     body: dict[str, Any] = {
         "text": end.text,
         "route": None,
@@ -134,6 +167,21 @@ async def resume(turn: ToolTurn, runtime: Runtime, decision: Decision) -> dict[s
         "roomId": approval.room_id,
         "approval": {"id": approval.id, "approved": decision.approve},
     }
-    if pending is not None:
-        body["pendingApproval"] = pending
+    if paused is not None:
+        body["pendingApproval"] = content["pendingApproval"]
     return body
+
+
+def _decision_kept(exc: LLMError, decision: Decision) -> LLMError:
+    """``exc``, telling the caller that the decision stands and how to get the reply."""
+    note = (
+        f"; the decision on approval {decision.approval.id} is kept: send "
+        f'{{"approve": {json.dumps(decision.approve)}}} again to get the reply'
+    )
+    return LLMError(
+        exc.message + note,
+        status=exc.status,
+        retry_after=exc.retry_after,
+        public=None if exc.public is None else exc.public + note,
+        upstream_status=exc.upstream_status,
+    )

@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
-from liz.llm.tool_calls import RequestedCall
+from liz.llm.chat_answers import RequestedCall
 from liz.observe.tools import tool_outcome, tool_span
 from liz.tools.context import ToolContext
 from liz.types import Tool
@@ -53,6 +53,19 @@ class CallOutcome:
             **self.result_event(),
             "durationMs": round(self.duration_ms, 3),
         }
+
+    @classmethod
+    def from_json_dict(cls, kept: dict[str, Any]) -> CallOutcome:
+        """The outcome :meth:`to_json_dict` wrote."""
+        return cls(
+            kept["id"],
+            kept["name"],
+            kept["arguments"],
+            kept["ok"],
+            kept.get("result"),
+            kept.get("error"),
+            kept["durationMs"],
+        )
 
 
 def parsed_arguments(call: RequestedCall) -> Any:

@@ -1,7 +1,8 @@
 """The call loop: the model calls, liz runs the calls, the results go back, until it answers.
 
 Calls in one answer run concurrently. A tool that needs approval is not run: the loop
-stops there with the call pending, and :func:`resume` goes on once a person decided.
+stops there with the call pending; once a person decided, :meth:`ToolTurn.decide` runs
+or refuses it and :meth:`ToolTurn.go_on` gives its outcome to the model.
 The step limit ends a model that never stops calling with a reply that says so.
 """
 
@@ -13,8 +14,9 @@ from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from liz.llm.chat_answers import RequestedCall
 from liz.llm.client import LLMClient
-from liz.llm.tool_calls import RequestedCall, TextSink
+from liz.llm.tool_calls import TextSink
 from liz.tools.calls import CallOutcome, parsed_arguments, refused, run_call
 from liz.tools.context import ToolContext
 from liz.types import EventSink, Tool
@@ -76,18 +78,22 @@ class ToolTurn:
         logger.warning("turn for %s ended at the tool step limit", self.ctx.user_id)
         return LoopEnd(note, messages, calls)
 
-    async def decided(
-        self, messages: list[dict[str, Any]], call: RequestedCall, approve: bool
-    ) -> LoopEnd:
-        """Run (or refuse) the call a person decided on, then go on with the loop."""
-        await self._event("tool_call", _call_event(call))
-        if approve:
-            outcome = await self._run_one(call)
-        else:
-            outcome = await self._refuse(call, "the user denied this call; it was not run")
-        self._keep(outcome)
-        messages.append(outcome.message())
-        return await self.run(messages, [outcome])
+    async def decide(self, call: RequestedCall, approve: bool) -> CallOutcome:
+        """Run the call a person approved, or refuse the one they denied."""
+        if not approve:
+            return refused(call, "the user denied this call; it was not run")
+        tool = self.tools.get(call.name)
+        return await run_call(call, tool, self.ctx, list(self.tools), self.limits.call_timeout)
+
+    async def go_on(self, messages: list[dict[str, Any]], decided: CallOutcome) -> LoopEnd:
+        """Send the decided call and its outcome as events, give the outcome to the model,
+        and go on with the loop."""
+        told = {"id": decided.id, "name": decided.name, "arguments": decided.arguments}
+        await self._event("tool_call", told)
+        await self._event("tool_result", decided.result_event())
+        self._keep(decided)
+        messages.append(decided.message())
+        return await self.run(messages, [decided])
 
     async def _answer(
         self, requested: list[RequestedCall], messages: list[dict[str, Any]], calls: list[Any]

@@ -13,11 +13,14 @@ from liz.llm.messages import build_messages
 from liz.tools.approvals import pending_approval
 from liz.tools.context import ToolContext
 from liz.tools.loop import LoopEnd, ToolLimits, ToolTurn
-from liz.types import InputSource
+from liz.trace import Trace
+from liz.types import EventSink, InputSource, TokenSink
 
 if TYPE_CHECKING:
     from liz.config import Settings
-    from liz.pipeline import AgentRequest, AgentResponse
+    from liz.db.tool_approvals import StoredApproval
+    from liz.pipeline import Agent, AgentRequest, AgentResponse
+    from liz.runtime import Runtime
 
 # Inputs a person can answer: an approval asked of a mention on X would reach no one.
 APPROVING_SOURCES = frozenset({InputSource.NETWORK, InputSource.CLI})
@@ -38,6 +41,26 @@ def tool_turn(req: AgentRequest, res: AgentResponse) -> ToolTurn:
         can_approve=req.input.source in APPROVING_SOURCES,
         on_text=res.emit if res.streaming else None,
         on_event=res.emit_event,
+    )
+
+
+def decision_turn(
+    runtime: Runtime,
+    agent: Agent,
+    approval: StoredApproval,
+    *,
+    on_text: TokenSink | None = None,
+    on_event: EventSink | None = None,
+) -> ToolTurn:
+    """The loop that carries on ``approval``'s turn once a person decided its call."""
+    ctx = ToolContext(runtime, agent, approval.user_id, approval.room_id, Trace())
+    return ToolTurn(
+        runtime.llm,
+        agent.tools,
+        ctx,
+        limits_of(runtime.settings),
+        on_text=on_text,
+        on_event=on_event,
     )
 
 
