@@ -1,14 +1,19 @@
 """What tracing costs a turn: liz with tracing off, and exporting every span over OTLP/HTTP.
 
-    .venv/bin/python bench/observe.py                      # SQLite (~1 minute)
+    .venv/bin/python bench/observe.py                      # SQLite (~2 minutes)
     .venv/bin/python bench/observe.py --sequential 100 --concurrent 400
+    .venv/bin/python bench/observe.py --profile /tmp/prof  # py-spy the servers under load
+    .venv/bin/python bench/observe.py --variant "SDK batches:OTEL_BSP_MAX_EXPORT_BATCH_SIZE=512"
 
 Two ``liz serve`` processes on SQLite (facts off), set up as in bench/pipeline.py: the
 scripted LLM in a process of its own, 1,000 earlier messages for the user. One runs
 without any OTEL_* variable (tracing unconfigured), the other exports to an OTLP/HTTP
-receiver in a process of its own that reads each request and answers 200. They take
-turns in rounds. Printed: p50 one request at a time, req/s at 16 in flight, and the
-traced server's ratio to the untraced one (the target: at least 0.95 of its req/s).
+receiver in a process of its own that keeps each request (and counts the spans at the
+end). They take turns in rounds. Printed: p50 one request at a time, req/s at 16 in
+flight, the server's CPU per turn (counted until it is idle again, so spans exported
+after the load count too), the traced server's ratios to the untraced one (the target:
+at least 0.95 of its req/s); then what one span costs the SDK, part by part
+(bench/span_cost.py), and how much of a turn that is.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from benchkit import free_port, markdown_table, p50_p95_ms, py_spy, running
 from pipeline import WARM_UP, fresh_database, settle
 from pipeline_load import Load, cpu_seconds
 from scripted_server import scripted_server
+from span_cost import span_cost_rows
 
 BENCH = Path(__file__).resolve().parent
 RECEIVER = """
@@ -51,7 +57,8 @@ async def spans(request):
 async def health(request):
     return Response(b"ok")
 
-routes = [Route("/v1/traces", traces, methods=["POST"]), Route("/spans", spans), Route("/health", health)]
+routes = [Route("/v1/traces", traces, methods=["POST"]), Route("/spans", spans)]
+routes.append(Route("/health", health))
 uvicorn.run(Starlette(routes=routes), host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
 """
 
@@ -121,7 +128,7 @@ async def measure(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sequential", type=int, default=200, help="requests one at a time")
-    parser.add_argument("--concurrent", type=int, default=800, help="requests, 16 at once")
+    parser.add_argument("--concurrent", type=int, default=1600, help="requests, 16 at once")
     parser.add_argument("--rounds", type=int, default=8, help="servers take turns this often")
     parser.add_argument("--profile", type=Path, help="folder for py-spy profiles under load")
     parser.add_argument(
@@ -132,6 +139,7 @@ def main() -> None:
         help="also a traced server with these variables (OTEL_BSP_* for instance)",
     )
     parser.add_argument("--compare", type=Path, help="also a traced server from this checkout")
+    parser.add_argument("--span-turns", type=int, default=3000, help="turns for the span table")
     args = parser.parse_args()
     with ExitStack() as stack:
         folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="liz-bench-")))
@@ -157,7 +165,17 @@ def main() -> None:
                 servers.append(running_servers.enter_context(server))
             loads = asyncio.run(measure(names, servers, args))
         exported = int(httpx.get(f"{sink}/spans", timeout=120).text)
-    traced_turns = sum(load.sent for load in loads[1:])
+        parts = span_cost_rows(sink, args.span_turns)
+    print_tables(names, loads, parts, exported, args)
+
+
+def print_tables(
+    names: list[str],
+    loads: list[Load],
+    parts: list[list[str]],
+    exported: int,
+    args: argparse.Namespace,
+) -> None:
     rows = []
     rates = [len(load.loaded) / load.loaded_seconds for load in loads]
     cpus = [load.loaded_cpu / len(load.loaded) * 1000 for load in loads]
@@ -167,9 +185,21 @@ def main() -> None:
         rows.append([name, f"{p50:.1f}", f"{p95:.1f}", f"{rate:.0f}", f"{cpu:.2f}", *ratios])
     header = ["server", "p50 ms", "p95 ms", "req/s (16 in flight)", "CPU ms per turn"]
     header += ["req/s vs off", "CPU vs off"]
+    print(
+        f"\nPOST /agent/input, {args.sequential} turns one at a time and {args.concurrent} "
+        f"at 16 in flight, in {args.rounds} rounds:\n"
+    )
     print(markdown_table(header, rows))
-    if not args.variant:  # a variant may sample or export elsewhere
-        print(f"\n{exported / traced_turns:.1f} spans exported per traced turn")
+    print("\nOne span's CPU in the SDK, part by part, in turns shaped as liz's:\n")
+    print(markdown_table(["part", "us per span", "added"], parts))
+    if args.variant:  # a variant may sample, or export elsewhere: spans per turn unknown
+        return
+    per_turn = exported / sum(load.sent for load in loads[1:])
+    sdk_ms = per_turn * float(parts[-1][1]) / 1000
+    print("\nThe spans of a turn, at that cost a span:\n")
+    header = ["spans exported per turn", "SDK CPU ms per turn", "of an untraced turn's CPU"]
+    row = [f"{per_turn:.1f}", f"{sdk_ms:.2f}", f"{sdk_ms / cpus[0]:.0%}"]
+    print(markdown_table(header, [row]))
 
 
 if __name__ == "__main__":

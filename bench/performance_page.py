@@ -1,6 +1,6 @@
 """Run every bench and write docs/performance.md from the tables they print.
 
-    .venv/bin/python bench/performance_page.py                  # all five (what `make bench` runs)
+    .venv/bin/python bench/performance_page.py                  # all seven (what `make bench` runs)
     .venv/bin/python bench/performance_page.py --only context.py cli_startup.py
     .venv/bin/python bench/performance_page.py --from DIR --date "2026-12-02 15:46"
 
@@ -71,11 +71,30 @@ BENCHES = [
         "CLI start",
         "`liz --help` and a shell-completion TAB against a bare `python -c pass`.",
     ),
+    Bench(
+        "observe.py",
+        "Tracing",
+        "Two `liz serve` processes on SQLite, facts off, taking turns: one without any "
+        "`OTEL_*` variable (tracing unconfigured: `liz.observe.tracing.span` creates "
+        "nothing), one exporting every span over OTLP/HTTP to a receiver process. The "
+        "target is at least 0.95 of the untraced server's req/s. The second table is the "
+        "OpenTelemetry SDK's CPU per span in the bench's own process, its parts added one "
+        "at a time; the third, what a turn's spans cost at that rate",
+    ),
+    Bench(
+        "metrics.py",
+        "Prometheus /metrics",
+        "A `liz serve` process that has answered one turn for each of 10,000 users across "
+        "10 agents (users are no label, so they add no series), then `GET /metrics` and "
+        "`GET /health` asked in turns, one at a time, over loopback HTTP. `/metrics` reads "
+        "the learning backlog from the database, then renders with prometheus-client. "
+        "The target is under 5 ms at p95",
+    ),
 ]
 
 INTRO = """# Performance
 
-This page is written by `make bench` (`bench/performance_page.py`), which runs the five
+This page is written by `make bench` (`bench/performance_page.py`), which runs the seven
 benches below and puts the tables they print here. Each bench measures liz against a
 reference run side by side in the same run, so read the ratios: on a shared machine an
 absolute time means little. The LLM is the scripted OpenAI-compatible server
@@ -229,7 +248,7 @@ def main() -> None:
     when = f"the run of {args.date}" if not args.only else "runs of several dates (each below)"
     page = (
         f"{INTRO}\nWritten from {when}, on {args.machine}. `make bench` runs them all "
-        "(about 25 minutes); each bench also runs alone, with its own options "
+        "(about 30 minutes); each bench also runs alone, with its own options "
         "(`--help`).\n\n" + "\n\n".join(sections) + "\n\n" + DECISIONS
     )
     args.page.write_text(page, encoding="utf-8")
