@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import sys
 import tempfile
@@ -67,18 +68,22 @@ def liz_server(url: str, llm_url: str, agents: Path, folder: Path) -> Iterator[t
         yield base, process.pid
 
 
+async def send_turn(client: httpx.AsyncClient, agents: list[str], number: int) -> None:
+    text = f"how do I price my first order of {number % 50 + 1} boxes?"
+    body = {"agentId": agents[number % len(agents)], "userId": f"user-{number}"}
+    response = await client.post("/agent/input", json={"input": {**body, "text": text}})
+    if response.status_code != 200:
+        raise RuntimeError(f"{response.status_code}: {response.text[:300]}")
+
+
 async def serve_users(base: str, agents: list[str], users: int) -> None:
     """One turn for each user, with the agents in turn, ``IN_FLIGHT`` at once."""
     gate = asyncio.Semaphore(IN_FLIGHT)
     async with httpx.AsyncClient(base_url=base, timeout=120) as client:
 
         async def turn(number: int) -> None:
-            text = f"how do I price my first order of {number % 50 + 1} boxes?"
-            body = {"agentId": agents[number % len(agents)], "userId": f"user-{number}"}
             async with gate:
-                response = await client.post("/agent/input", json={"input": {**body, "text": text}})
-            if response.status_code != 200:
-                raise RuntimeError(f"{response.status_code}: {response.text[:300]}")
+                await send_turn(client, agents, number)
 
         await asyncio.gather(*(turn(number) for number in range(users)))
 
@@ -102,6 +107,27 @@ async def scrape(base: str, scrapes: int) -> tuple[dict[str, list[float]], str]:
     return took, text
 
 
+async def scrape_under_load(
+    base: str, agents: list[str], first_user: int, scrapes: int
+) -> dict[str, list[float]]:
+    """:func:`scrape` while new users' turns keep ``IN_FLIGHT`` in flight."""
+    numbers = itertools.count(first_user)
+    stop = asyncio.Event()
+    async with httpx.AsyncClient(base_url=base, timeout=120) as client:
+
+        async def keep_sending() -> None:
+            while not stop.is_set():
+                await send_turn(client, agents, next(numbers))
+
+        senders = [asyncio.create_task(keep_sending()) for _ in range(IN_FLIGHT)]
+        try:
+            took, _ = await scrape(base, scrapes)
+        finally:
+            stop.set()
+            await asyncio.gather(*senders)
+    return took
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--agents", type=int, default=10)
@@ -121,16 +147,17 @@ def main() -> None:
         print(f"{args.users:,} users' turns in {time.perf_counter() - began:.0f} s", flush=True)
         with py_spy(pid, args.profile):
             took, text = asyncio.run(scrape(base, args.scrapes))
+        loaded = asyncio.run(scrape_under_load(base, agents, args.users, args.scrapes))
     families = list(text_string_to_metric_families(text))
     samples = sum(len(family.samples) for family in families)
     rows = []
-    p95s = {}
-    for path, times in took.items():
-        p50, p95 = p50_p95_ms(times)
-        p95s[path] = p95
-        rows.append([f"GET {path}", f"{p50:.2f}", f"{p95:.2f}"])
-    rows[0].append(f"{p95s['/metrics'] / p95s['/health']:.2f}")
-    rows[1].append("1.00")
+    for when, timed in (("idle", took), (f"{IN_FLIGHT} turns in flight", loaded)):
+        (metrics_p50, metrics_p95), (health_p50, health_p95) = (
+            p50_p95_ms(timed[path]) for path in ("/metrics", "/health")
+        )
+        ratio = f"{metrics_p95 / health_p95:.2f}"
+        rows.append([f"GET /metrics, {when}", f"{metrics_p50:.2f}", f"{metrics_p95:.2f}", ratio])
+        rows.append([f"GET /health, {when}", f"{health_p50:.2f}", f"{health_p95:.2f}", "1.00"])
     print(
         f"\n{args.agents} agents, {args.users:,} users: {len(families)} metrics, "
         f"{samples} samples, {len(text.encode()) / 1024:.0f} KB a scrape; "
