@@ -3,11 +3,13 @@ for 10,000 users, scraped as Prometheus does, beside ``GET /health`` on the same
 
     .venv/bin/python bench/metrics.py                       # 10 agents, 10,000 users
     .venv/bin/python bench/metrics.py --users 2000 --scrapes 300
+    .venv/bin/python bench/metrics.py --profile /tmp/metrics.txt   # py-spy the idle scrapes
 
 The scripted LLM in a process of its own, a fresh SQLite database (facts off), one
 agent per character file. Every user takes one turn; then the two paths are asked in
-turns, one request at a time. Printed: the series, the scrape's size, p50 and p95 of
-each, and /metrics to /health (the target: /metrics under 5 ms at p95).
+turns, one request at a time, with the server idle, then again while new users' turns
+keep 16 in flight. Printed: the series, the scrape's size, p50 and p95 of each, and
+/metrics to /health (the target: /metrics under 5 ms at p95).
 """
 
 from __future__ import annotations
