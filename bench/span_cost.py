@@ -2,7 +2,8 @@
 
 Turns shaped as liz's (a server span, the turn, nested chain steps, an LLM call, with
 liz's attributes) made through the SDK alone, its processor and exporter added one at a
-time; the CPU time of the whole process (the export thread included) per span.
+time; the CPU time of the whole process (the export thread included) per span. First,
+the same number of spans through liz's ``span`` with tracing unconfigured.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+from liz.observe.tracing import span
 
 STEPS = 7
 SPANS_PER_TURN = STEPS + 3
@@ -75,6 +78,22 @@ def one_turn(tracer: trace.Tracer) -> None:
     server.end()
 
 
+def unconfigured_turn(depth: int = SPANS_PER_TURN) -> None:
+    """A turn's spans through liz's own ``span``; this process never configures tracing."""
+    if depth:
+        with span("step") as current:
+            if current is not None:
+                current.set_attribute("liz.step.own_ms", 0.4)
+            unconfigured_turn(depth - 1)
+
+
+def unconfigured_microseconds(turns: int) -> float:
+    began = time.process_time()
+    for _ in range(turns):
+        unconfigured_turn()
+    return (time.process_time() - began) / (turns * SPANS_PER_TURN) * 1e6
+
+
 def microseconds_per_span(exporter: SpanExporter | None, turns: int) -> float:
     provider = TracerProvider()
     if exporter is not None:
@@ -103,7 +122,9 @@ def span_cost_rows(receiver: str, turns: int) -> list[list[str]]:
         ("+ OTLP protobuf encoding", EncodedOnly()),
         ("+ OTLP/HTTP to the receiver (as liz exports)", OTLPSpanExporter(f"{receiver}/v1/traces")),
     ]
-    rows, before = [], 0.0
+    unconfigured = unconfigured_microseconds(turns * 10)
+    rows = [["tracing unconfigured: liz's `span` (no SDK call)", f"{unconfigured:.2f}", ""]]
+    before = 0.0
     for name, exporter in parts:
         cost = microseconds_per_span(exporter, turns)
         rows.append([name, f"{cost:.1f}", f"{cost - before:+.1f}" if before else ""])
