@@ -148,8 +148,8 @@ DECISIONS = """## Design decisions and their measured reasons
   from 0.70 to 0.64 of the floor's).
 - **Tracing goes through the official OpenTelemetry SDK, and misses its target** (at most
   5% of req/s with an exporter): a turn makes ten spans, and the SDK spends about 50 us of
-  CPU on each (the Tracing tables): about 15 to start and end it, 10 in its batch queue,
-  25 to encode it as OTLP protobuf. That alone is about 12% of a turn with facts off.
+  CPU on each (the Tracing tables): about 13 to start and end it, 11 in its batch queue,
+  25 to encode it as OTLP protobuf. That alone is about 11% of a turn with facts off.
   liz's own part is not measurable: a server whose spans were not sampled
   (`OTEL_TRACES_SAMPLER=always_off`) ran at 1.00 of the untraced one's req/s. An encoder
   of liz's own took 5 us a span against the SDK's 19 in isolation, still too much with
