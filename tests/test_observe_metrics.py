@@ -12,8 +12,10 @@ from typing import Any
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+from sqlalchemy import text
 
 from liz.agent import BaseAgent
+from liz.learning_queue.tables import PENDING, LearningJobRecord
 from liz.observe.metrics import exposition
 from liz.runtime import Runtime
 from liz.testing.openai_server import ScriptedOpenAI
@@ -98,6 +100,34 @@ async def test_metrics_need_the_key_unless_made_public(
         assert response.status_code == 200
         assert "liz_learning_backlog_jobs" in response.text
         assert (await public.get("/usage")).status_code == 401
+
+
+async def test_a_scrape_reads_the_learning_backlog_while_a_turn_holds_the_writer(
+    runtime: Runtime, agent: BaseAgent
+) -> None:
+    now = runtime.clock.now()
+    jobs = [
+        LearningJobRecord(
+            memory_id=f"said-{number}",
+            agent_id=agent.agent_id,
+            user_id="ann",
+            agent_name="Morgan",
+            status=PENDING,
+            attempts=0,
+            next_attempt_at=now,
+            created_at=now,
+            updated_at=now,
+        )
+        for number in range(3)
+    ]
+    async with runtime.sessions() as session, session.begin():
+        session.add_all(jobs)
+    async for public in guarded_client(runtime, agent, liz_metrics_public=True):
+        # As a turn storing a message does: on SQLite it holds the one writing connection.
+        async with runtime.sessions() as writing, writing.begin():
+            await writing.execute(text('DELETE FROM "LearningJob" WHERE "userId" = \'nobody\''))
+            found = await samples(public)
+        assert value(found, "liz_learning_backlog_jobs") == 3
 
 
 def tweets(action: str) -> float:

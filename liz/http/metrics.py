@@ -23,7 +23,7 @@ async def metrics(request: Request) -> Response:
     framework = getattr(request.app.state, "framework", None)
     if framework is not None:
         try:
-            async with framework.runtime.sessions() as session:
+            async with framework.runtime.reads() as session:  # never waits for a writer
                 found = await backlog(session)
             LEARNING_BACKLOG.set(found.pending)
             age = found.oldest_age_seconds(framework.runtime.clock.now())
