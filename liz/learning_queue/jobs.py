@@ -64,11 +64,19 @@ _ENQUEUE = Statement.of(
     '"attempts", "nextAttemptAt", "createdAt", "updatedAt", "traceparent") '
     "VALUES ({}, {}, {}, {}, {}, 0, {}, {}, {}, {})"
 )
+# A turn's end makes its job due after the user's idle time, and pushes the user's other
+# untried jobs whose turn is over to the same time: a burst is learned together once the
+# conversation goes quiet, or at once when a batch is waiting. A job still waiting for its
+# reply keeps its own time; one being retried keeps its backoff.
 _REPLY_CAME = Statement.of(
     'UPDATE "LearningJob" SET "updatedAt" = {}, '
-    '"nextAttemptAt" = CASE WHEN "attempts" = 0 THEN {} ELSE "nextAttemptAt" END, '
-    '"replyMemoryId" = COALESCE({}, "replyMemoryId") '
-    'WHERE "memoryId" = {} AND "status" = {}'
+    '"nextAttemptAt" = CASE WHEN "attempts" > 0 THEN "nextAttemptAt" '
+    'WHEN (SELECT count(*) FROM "LearningJob" AS "waiting" WHERE "waiting"."agentId" = {} '
+    'AND "waiting"."userId" = {} AND "waiting"."status" = {}) >= {} THEN {} ELSE {} END, '
+    '"replyMemoryId" = CASE WHEN "memoryId" = {} THEN COALESCE({}, "replyMemoryId") '
+    'ELSE "replyMemoryId" END '
+    'WHERE "agentId" = {} AND "userId" = {} AND "status" = {} '
+    'AND ("memoryId" = {} OR ("attempts" = 0 AND "replyMemoryId" IS NOT NULL))'
 )
 
 
@@ -124,10 +132,29 @@ def enqueue_statement(said: Memory, agent_name: str, *, due: datetime) -> Bound:
     )
 
 
-def reply_came_statement(memory_id: str, reply_id: str | None, now: datetime) -> Bound:
-    """The statement saying the turn is over (``reply_id`` is the stored reply, or None
-    when it failed): an untried job is due now."""
-    return _REPLY_CAME.bind(now, now, reply_id, memory_id, PENDING)
+def reply_came_statement(
+    said: Memory, reply_id: str | None, now: datetime, *, idle_seconds: float, batch: int
+) -> Bound:
+    """The statement saying the turn of ``said`` is over (``reply_id`` is the stored
+    reply, or None when it failed): its job and the user's others whose turn is over are
+    due once the user has been quiet ``idle_seconds``, or now when ``batch`` are waiting."""
+    later = now + timedelta(seconds=idle_seconds)
+    agent, user = said.agent_id, said.user_id
+    return _REPLY_CAME.bind(
+        now,
+        agent,
+        user,
+        PENDING,
+        batch,
+        now,
+        later,
+        said.id,
+        reply_id,
+        agent,
+        user,
+        PENDING,
+        said.id,
+    )
 
 
 async def claim_runs(
