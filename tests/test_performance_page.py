@@ -8,7 +8,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).parent.parent
 SCRIPT = ROOT / "bench" / "performance_page.py"
-BENCHES = ["pipeline", "memory", "embedding_request", "context", "cli_startup"]
+BENCHES = ["pipeline", "memory", "embedding_request", "context", "learning_cost", "cli_startup"]
 
 
 def write_page(outputs: Path, page: Path, *more: str) -> str:
