@@ -9,12 +9,14 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 
+import httpx
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from liz.bootstrap import open_runtime
 from liz.config import Settings
 from liz.facts.settings import FactSettings
+from liz.http import create_app
 from liz.learning_queue.health import learning_backlog
 from liz.learning_queue.settings import LearningSettings
 from liz.llm import LLMClient
@@ -192,3 +194,30 @@ async def test_a_clean_stop_learns_the_bursts_gathered(
         # Stopped: the burst was learned in one extraction before the process ended.
         assert brain.extractions == [["I keep bees", "I play the cello"]]
         assert (await learning_backlog(rt))["pending"] == 0
+
+
+async def test_health_and_the_users_facts_say_how_long_learning_has_waited(
+    world: World,
+) -> None:
+    await world.say("ann", "I keep bees")
+    await world.clock.advance(seconds=20)
+    await world.say("ann", "I play the cello")
+    await world.clock.advance(seconds=5)
+    app = create_app(world.framework, {AGENT: world.agent})
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://localhost"
+    ) as client:
+        health = (await client.get("/health")).json()
+        listed = (await client.get(f"/agents/{AGENT}/users/ann/facts")).json()
+        others = (await client.get(f"/agents/{AGENT}/users/bob/facts")).json()
+    waiting = {"pending": 2, "failed": 0, "oldestPendingSeconds": 25.0}
+    assert health["learning"] == waiting | {"learnAfterIdleSeconds": IDLE}
+    assert listed == {"facts": [], "learning": waiting | {"learnAfterIdleSeconds": IDLE}}
+    assert others["learning"]["pending"] == 0
+
+    await quiet(world, IDLE)
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://localhost"
+    ) as client:
+        listed = (await client.get(f"/agents/{AGENT}/users/ann/facts")).json()
+    assert listed["learning"]["pending"] == 0 and len(listed["facts"]) == 2
