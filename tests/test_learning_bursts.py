@@ -5,16 +5,20 @@ gathered, or when the process stops cleanly; with every guarantee of the queue."
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
 import pytest
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from liz.bootstrap import open_runtime
 from liz.config import Settings
+from liz.db.engine import make_sessionmaker
+from liz.db.usage import UsageRecord
 from liz.facts.settings import FactSettings
 from liz.http import create_app
 from liz.learning_queue.health import learning_backlog
@@ -221,3 +225,29 @@ async def test_health_and_the_users_facts_say_how_long_learning_has_waited(
     ) as client:
         listed = (await client.get(f"/agents/{AGENT}/users/ann/facts")).json()
     assert listed["learning"]["pending"] == 0 and len(listed["facts"]) == 2
+
+
+async def test_a_bursts_tokens_are_counted_once_with_its_facts(
+    world: World, brain: Brain, engine: AsyncEngine
+) -> None:
+    await world.say("ann", "I keep bees")
+    await world.say("ann", "I play the cello")
+    replies = await usage_of(engine, "ann")
+    brain.extraction_down = True
+    await quiet(world, IDLE)  # a failed try writes no facts, and no usage with them
+    assert await usage_of(engine, "ann") == replies
+
+    brain.extraction_down = False
+    await world.later(hours=1)
+    learned = await usage_of(engine, "ann") - replies
+    # One extraction call and one embeddings request for the burst's facts.
+    assert sorted(learned.elements()) == ["embed", "extract"]
+
+
+async def usage_of(engine: AsyncEngine, user: str) -> Counter[str]:
+    """The calls in the usage table for the user, by purpose."""
+    async with make_sessionmaker(engine)() as session:
+        rows = await session.execute(
+            select(UsageRecord.purpose, UsageRecord.calls).where(UsageRecord.user_id == user)
+        )
+        return Counter({purpose: int(calls) for purpose, calls in rows})

@@ -90,12 +90,15 @@ async def run_extra(session: AsyncSession, also: Sequence[ExtraStatement]) -> No
     """Run the caller's statements in the session's transaction; a rowcount other than
     expected raises :class:`ExtraStatementMismatch` (the transaction then rolls back)."""
     for extra in also:
-        result: Any = await session.execute(extra.statement)
-        if extra.expected_rows is not None and result.rowcount != extra.expected_rows:
-            raise ExtraStatementMismatch(
-                f"a statement run with the facts touched {result.rowcount} rows, "
-                f"not {extra.expected_rows}: nothing was written"
-            )
+        if extra.statement is not None:
+            result: Any = await session.execute(extra.statement)
+            if extra.expected_rows is not None and result.rowcount != extra.expected_rows:
+                raise ExtraStatementMismatch(
+                    f"a statement run with the facts touched {result.rowcount} rows, "
+                    f"not {extra.expected_rows}: nothing was written"
+                )
+        for statement in extra.made_at_commit() if extra.made_at_commit else ():
+            await session.execute(statement)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from tenacity import wait_exponential
 
 from liz.background import BackgroundTasks
@@ -37,7 +37,7 @@ from liz.learning_queue.outcomes import (
 from liz.learning_queue.settings import LearningSettings
 from liz.learning_queue.work import AlreadyLearned, Claimed, Said, Work, jobs_of, messages
 from liz.observe.learning import observe_learning
-from liz.observe.turns import store_usage
+from liz.observe.turns import UsageInCommit
 from liz.retry import retrying
 from liz.turns import TurnsUnderWay
 from liz.types import Clock
@@ -58,7 +58,6 @@ class LearningWorker:
         self,
         *,
         facts: FactStore | None,
-        engine: AsyncEngine,
         sessions: async_sessionmaker[AsyncSession],
         clock: Clock,
         settings: LearningSettings,
@@ -67,7 +66,6 @@ class LearningWorker:
     ) -> None:
         self.facts = facts
         self.settings = settings
-        self._engine = engine
         self._sessions = sessions
         self._clock = clock
         self._turns = turns
@@ -385,15 +383,16 @@ class LearningWorker:
         latest = work[-1].job
         queued_by = [item.job.traceparent for item in work]
         with observe_learning(latest.agent_id, queued_by, jobs=len(work)) as usage:
+            # The tokens spent are counted in the same transaction as the facts, once.
+            spent = UsageInCommit(usage, latest.agent_id, latest.user_id, self._clock.now())
             try:
                 await facts.learn(
                     [Exchange(item.exchange, item.job.memory_id) for item in work],
                     latest.agent_id,
                     latest.user_id,
                     agent_name=latest.agent_name,
-                    also=[finish],
+                    also=[finish, ExtraStatement(made_at_commit=spent.statements)],
                 )
             except ExtraStatementMismatch as exc:
                 raise AlreadyLearned(messages(jobs_of(work))) from exc
-        at = self._clock.now()
-        await store_usage(self._engine, at, latest.agent_id, latest.user_id, usage, "learning's")
+            spent.committed()
