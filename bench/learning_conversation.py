@@ -255,24 +255,30 @@ def answer(request: RecordedRequest) -> Any:
 
 
 def extract(prompt: str) -> list[dict[str, Any]]:
-    """One fact per message that states one; a later fact about the same thing replaces
-    an earlier one, a fact said again keeps the first message's number."""
+    """One fact per message that states one, in order; a fact a later message of the
+    prompt changes is marked so, a fact said again keeps the first message's number."""
     kept: dict[str, tuple[int, Fact]] = {}
+    changed: list[tuple[int, Fact]] = []
     for number, said in NUMBERED.findall(prompt):
         fact = STATED.get(said.strip())
         if fact is None:
             continue
         earlier = kept.get(fact.key)
+        if earlier is not None and earlier[1].text != fact.text:
+            changed.append(earlier)
         if earlier is None or earlier[1].text != fact.text:
             kept[fact.key] = (int(number), fact)
+    facts = [(number, fact, True) for number, fact in changed]
+    facts += [(number, fact, False) for number, fact in kept.values()]
     return [
         {
             "message": number,
             "text": fact.text,
             "subject": fact.subject,
             "categories": list(fact.categories),
+            "changed_later": later,
         }
-        for number, fact in sorted(kept.values(), key=lambda item: item[0])
+        for number, fact, later in sorted(facts, key=lambda item: item[0])
     ]
 
 

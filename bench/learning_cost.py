@@ -54,6 +54,7 @@ class Outcome:
     calls: Counter[str]
     prompt_tokens: Counter[str]
     facts: dict[str, list[str]]
+    retired: dict[str, list[str]]  # no longer true, kept in history
 
 
 def purpose(request: RecordedRequest) -> str:
@@ -123,9 +124,12 @@ async def replay(mode: str, idle: float, folder: Path) -> Outcome:
         await clock.advance(seconds=idle)
         await rt.background.drain()
         assert rt.facts is not None
-        facts = {
-            user: sorted(f.text for f in await rt.facts.list(AGENT, user)) for user in CONVERSATIONS
-        }
+        facts: dict[str, list[str]] = {}
+        retired: dict[str, list[str]] = {}
+        for user in CONVERSATIONS:
+            every = await rt.facts.list(AGENT, user, include_retired=True)
+            facts[user] = sorted(f.text for f in every if f.retired_at is None)
+            retired[user] = sorted(f.text for f in every if f.retired_at is not None)
     calls: Counter[str] = Counter()
     tokens: Counter[str] = Counter()
     for request in scripted.requests:
@@ -133,7 +137,7 @@ async def replay(mode: str, idle: float, folder: Path) -> Outcome:
         calls[kind] += 1
         if not kind.startswith("embed"):
             tokens[kind] += word_count(request.prompt)
-    return Outcome(mode, len(timeline()), calls, tokens, facts)
+    return Outcome(mode, len(timeline()), calls, tokens, facts, retired)
 
 
 def table(outcomes: list[Outcome]) -> str:
@@ -182,11 +186,14 @@ async def main() -> int:
     print("\nAgainst the targets:\n")
     rows = [[line, "met" if met else "missed"] for line, met in targets(each, burst)]
     print(markdown_table(["per burst", "target"], rows))
-    print("\nFinal active facts (per burst):")
+    print("\nFinal active facts (per burst), and those kept in history only:")
     for user in CONVERSATIONS:
         print(f"  {user}: {'; '.join(burst.facts[user])}")
         if each.facts[user] != burst.facts[user]:
             print(f"  {user}, per message instead: {'; '.join(each.facts[user])}")
+        print(f"  {user}, history: {'; '.join(burst.retired[user])}")
+        if each.retired[user] != burst.retired[user]:
+            print(f"  {user}, history per message: {'; '.join(each.retired[user])}")
     return 0 if each.facts == burst.facts else 1
 
 

@@ -1,6 +1,6 @@
 """Run every bench and write docs/performance.md from the tables they print.
 
-    .venv/bin/python bench/performance_page.py                  # all of them (what `make bench` runs)
+    .venv/bin/python bench/performance_page.py                  # all (what `make bench` runs)
     .venv/bin/python bench/performance_page.py --only context.py cli_startup.py
     .venv/bin/python bench/performance_page.py --from DIR --date "2026-12-02 15:46"
 

@@ -27,7 +27,7 @@ from liz.llm import LLMClient
 from liz.middleware import create_memory, extract_facts, router, validate_input, wrap_context
 from liz.pipeline import AgentFramework
 from liz.testing.clock import ManualClock
-from liz.testing.openai_server import ScriptedOpenAI
+from liz.testing.openai_server import RecordedRequest, ScriptedOpenAI
 from liz.types import InputObject
 from tests.learning_world import AGENT, Brain, World, fact_text, learned_counts, make_agent
 from tests.learning_world import make_world as make_learning_world
@@ -36,6 +36,7 @@ from tests.test_learning_queue import liz_facts
 pytestmark = pytest.mark.anyio
 
 IDLE = 30.0
+PLACES = ["location", "home"]
 
 
 def world_on(
@@ -104,25 +105,23 @@ async def test_a_batch_that_has_gathered_is_learned_without_waiting(
     assert brain.extractions == [["note 1", "note 2", "note 3"], ["note 4"]]
 
 
-async def test_a_contradiction_within_one_burst_ends_with_one_active_fact(
+async def test_a_contradiction_within_one_burst_ends_with_one_active_fact_and_history(
     world: World, scripted: ScriptedOpenAI
 ) -> None:
-    def brain(request: object) -> object:
-        # What the extraction prompt asks for when a later message changes an earlier one:
-        # only the state after the later one.
-        if getattr(request, "schema_name", None) == "ExtractedFacts":
-            assert "oldest first" in getattr(request, "prompt", "")
-            return {
-                "facts": [
-                    {
-                        "message": 3,
-                        "text": "User lives in Berlin",
-                        "subject": "user",
-                        "categories": ["location", "home"],
-                    },
-                ]
-            }
-        return "Noted."
+    def brain(request: RecordedRequest) -> object:
+        if request.schema_name != "ExtractedFacts":
+            return "Noted."
+        # What the extraction prompt asks for when a later message changes an earlier
+        # one: the earlier fact marked as changed later, then the state after.
+        assert "oldest first" in request.prompt and '"changed_later": true' in request.prompt
+        said = [("User lives in Paris", 1, True), ("User lives in Berlin", 3, False)]
+        return {
+            "facts": [
+                {"message": number, "text": text, "subject": "user", "categories": PLACES}
+                | {"changed_later": changed}
+                for text, number, changed in said
+            ]
+        }
 
     scripted.respond_with(brain)
     await world.say("ann", "I live in Paris")
@@ -130,6 +129,11 @@ async def test_a_contradiction_within_one_burst_ends_with_one_active_fact(
     await world.say("ann", "actually I moved to Berlin")
     await quiet(world, IDLE)
     assert await world.facts_of("ann") == ["User lives in Berlin"]
+    every = await world.store.list(AGENT, "ann", include_retired=True)
+    (paris,) = [fact for fact in every if fact.text == "User lives in Paris"]
+    assert paris.retired_at is not None  # kept, no longer true
+    events = [entry.event for entry in await world.store.history(paris.id, AGENT, "ann")]
+    assert events == ["ADD", "DELETE"]
 
 
 async def test_an_outage_mid_burst_loses_nothing_and_learns_each_message_once(

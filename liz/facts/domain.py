@@ -156,6 +156,9 @@ class Change:
     # For a fact added: the message it was learned from, when it differs from the
     # write's (``WriteContext.source_memory_id``), as when several are learned together.
     source_memory_id: str | None = None
+    # For a fact added: retired at once, a later message of the same round having
+    # changed it ("I live in Paris" ... "I moved to Berlin"); it stays in the history.
+    retired: bool = False
 
 
 @dataclass(frozen=True)

@@ -214,6 +214,12 @@ def planned_rows(
             rows.facts.append(_inserted(fact_id, change, vector, context))
             rows.record(fact_id, Event.ADD, None, change.text, change.reason)
             events.append(FactEvent(Event.ADD, fact_id, change.text, reason=change.reason))
+            if change.retired:
+                rows.record(fact_id, Event.DELETE, change.text, None, change.reason)
+                events.append(
+                    FactEvent(Event.DELETE, fact_id, change.text, change.text, change.reason)
+                )
+                continue  # never active: neither searched nor a duplicate to later changes
         scope = context.scope
         log.added.append(
             IndexedFact(
@@ -257,8 +263,8 @@ def _inserted(
         "createdAt": context.now,
         "updatedAt": context.now,
         "validFrom": context.now,
-        "invalidFrom": None,
-        "retiredAt": None,
+        "invalidFrom": context.now if change.retired else None,
+        "retiredAt": context.now if change.retired else None,
         "sourceMemoryId": change.source_memory_id or context.source_memory_id,
     }
 
