@@ -157,9 +157,16 @@ def targets(each: Outcome, burst: Outcome) -> list[tuple[str, bool]]:
     learning = sum(burst.calls[p] for p in LEARNING) / burst.turns
     embeds = burst.calls["embed: learning"] / burst.turns
     tokens = [sum(o.prompt_tokens[p] for p in LEARNING) / o.turns for o in (each, burst)]
+    embedded = ("embed: recall", "embed: learning")
+    every = [sum(o.calls[p] for p in embedded) / o.turns for o in (each, burst)]
     return [
         (f"learning LLM calls per turn {learning:.2f} <= 0.3", learning <= 0.3),
         (f"learning embedding requests per turn {embeds:.2f} <= 0.1", embeds <= 0.1),
+        (
+            f"all embedding requests per turn {every[1]:.2f} <= the recall query's 1 + 0.1 "
+            f"(per message {every[0]:.2f})",
+            every[1] <= 1.1,
+        ),
         (
             f"learning prompt tokens per turn {tokens[1]:.0f} <= half of {tokens[0]:.0f}",
             tokens[1] * 2 <= tokens[0],
