@@ -9,27 +9,34 @@ from collections import Counter
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
+from starlette.applications import Starlette
 
 from liz.bootstrap import open_runtime
-from liz.config import Settings
 from liz.db.engine import make_sessionmaker
 from liz.db.usage import UsageRecord
-from liz.facts.settings import FactSettings
 from liz.http import create_app
 from liz.learning_queue.health import learning_backlog
-from liz.learning_queue.settings import LearningSettings
 from liz.llm import LLMClient
 from liz.middleware import create_memory, extract_facts, router, validate_input, wrap_context
 from liz.pipeline import AgentFramework
 from liz.testing.clock import ManualClock
 from liz.testing.openai_server import RecordedRequest, ScriptedOpenAI
 from liz.types import InputObject
-from tests.learning_world import AGENT, Brain, World, fact_text, learned_counts, make_agent
+from tests.learning_world import (
+    AGENT,
+    Brain,
+    World,
+    fact_text,
+    learned_counts,
+    make_agent,
+    process_settings,
+)
 from tests.learning_world import make_world as make_learning_world
 from tests.test_learning_queue import liz_facts
 
@@ -108,7 +115,7 @@ async def test_a_batch_that_has_gathered_is_learned_without_waiting(
 async def test_a_contradiction_within_one_burst_ends_with_one_active_fact_and_history(
     world: World, scripted: ScriptedOpenAI
 ) -> None:
-    def brain(request: RecordedRequest) -> object:
+    def brain(request: RecordedRequest) -> Any:
         if request.schema_name != "ExtractedFacts":
             return "Noted."
         # What the extraction prompt asks for when a later message changes an earlier
@@ -180,12 +187,7 @@ async def test_a_clean_stop_learns_the_bursts_gathered(
 ) -> None:
     brain = Brain()
     scripted.respond_with(brain)
-    settings = Settings(
-        _env_file=None,  # type: ignore[call-arg]
-        database_url=database_url,
-        facts=FactSettings(_env_file=None, reconcile_threshold=0.99),  # type: ignore[call-arg]
-        learning=LearningSettings(_env_file=None, learn_after_idle=3600),  # type: ignore[call-arg]
-    )
+    settings = process_settings(database_url, learn_after_idle=3600)
     async with scripted.llm_client() as llm:
         async with open_runtime(settings, llm_client=llm) as rt:
             framework = AgentFramework(rt).use(
@@ -212,22 +214,16 @@ async def test_health_and_the_users_facts_say_how_long_learning_has_waited(
     await world.say("ann", "I play the cello")
     await world.clock.advance(seconds=5)
     app = create_app(world.framework, {AGENT: world.agent})
-    async with httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://localhost"
-    ) as client:
-        health = (await client.get("/health")).json()
-        listed = (await client.get(f"/agents/{AGENT}/users/ann/facts")).json()
-        others = (await client.get(f"/agents/{AGENT}/users/bob/facts")).json()
+    health = await get_json(app, "/health")
+    listed = await get_json(app, f"/agents/{AGENT}/users/ann/facts")
+    others = await get_json(app, f"/agents/{AGENT}/users/bob/facts")
     waiting = {"pending": 2, "failed": 0, "oldestPendingSeconds": 25.0}
     assert health["learning"] == waiting | {"learnAfterIdleSeconds": IDLE}
     assert listed == {"facts": [], "learning": waiting | {"learnAfterIdleSeconds": IDLE}}
     assert others["learning"]["pending"] == 0
 
     await quiet(world, IDLE)
-    async with httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://localhost"
-    ) as client:
-        listed = (await client.get(f"/agents/{AGENT}/users/ann/facts")).json()
+    listed = await get_json(app, f"/agents/{AGENT}/users/ann/facts")
     assert listed["learning"]["pending"] == 0 and len(listed["facts"]) == 2
 
 
@@ -246,6 +242,11 @@ async def test_a_bursts_tokens_are_counted_once_with_its_facts(
     learned = await usage_of(engine, "ann") - replies
     # One extraction call and one embeddings request for the burst's facts.
     assert sorted(learned.elements()) == ["embed", "extract"]
+
+
+async def get_json(app: Starlette, path: str) -> Any:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app)) as client:
+        return (await client.get(f"http://localhost{path}")).json()
 
 
 async def usage_of(engine: AsyncEngine, user: str) -> Counter[str]:
