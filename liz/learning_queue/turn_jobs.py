@@ -18,19 +18,26 @@ _ENQUEUE = Statement.of(
     '"attempts", "nextAttemptAt", "createdAt", "updatedAt", "traceparent") '
     "VALUES ({}, {}, {}, {}, {}, 0, {}, {}, {}, {})"
 )
-# A turn's end makes its job due after the user's idle time, and pushes the user's other
-# untried jobs whose turn is over to the same time: a burst is learned together once the
-# conversation goes quiet, or at once when a batch is waiting. A job still waiting for its
-# reply keeps its own time; one being retried keeps its backoff.
+# A turn's end makes its job due after the user's idle time, and the head of the user's
+# queue too: a run is claimed only when its head is due, so the burst is learned together
+# once the conversation goes quiet. With a batch waiting, every job whose turn is over is
+# due now. A job still waiting for its reply keeps its own time; one being retried keeps
+# its backoff. (Only the head: each turn rewrites two rows, not the whole burst.)
+_WAITING = (
+    'SELECT {} FROM "LearningJob" AS "waiting" WHERE "waiting"."agentId" = {} '
+    'AND "waiting"."userId" = {} AND "waiting"."status" = {}'
+)
+_BATCH_WAITING = "(" + _WAITING.format("count(*)", "{}", "{}", "{}") + ") >= {}"
 _REPLY_CAME = Statement.of(
     'UPDATE "LearningJob" SET "updatedAt" = {}, '
     '"nextAttemptAt" = CASE WHEN "attempts" > 0 THEN "nextAttemptAt" '
-    'WHEN (SELECT count(*) FROM "LearningJob" AS "waiting" WHERE "waiting"."agentId" = {} '
-    'AND "waiting"."userId" = {} AND "waiting"."status" = {}) >= {} THEN {} ELSE {} END, '
+    f"WHEN {_BATCH_WAITING} THEN {{}} ELSE {{}} END, "
     '"replyMemoryId" = CASE WHEN "memoryId" = {} THEN COALESCE({}, "replyMemoryId") '
     'ELSE "replyMemoryId" END '
-    'WHERE "agentId" = {} AND "userId" = {} AND "status" = {} '
-    'AND ("memoryId" = {} OR ("attempts" = 0 AND "replyMemoryId" IS NOT NULL))'
+    'WHERE "agentId" = {} AND "userId" = {} AND "status" = {} AND ("memoryId" = {} '
+    'OR ("attempts" = 0 AND "replyMemoryId" IS NOT NULL AND ('
+    '"id" = (' + _WAITING.format('min("waiting"."id")', "{}", "{}", "{}") + ") "
+    f"OR {_BATCH_WAITING})))"
 )
 
 
@@ -48,22 +55,23 @@ def reply_came_statement(
     said: Memory, reply_id: str | None, now: datetime, *, idle_seconds: float, batch: int
 ) -> Bound:
     """The statement saying the turn of ``said`` is over (``reply_id`` is the stored
-    reply, or None when it failed): its job and the user's others whose turn is over are
-    due once the user has been quiet ``idle_seconds``, or now when ``batch`` are waiting."""
+    reply, or None when it failed): its job and the head of the user's queue are due once
+    the user has been quiet ``idle_seconds``; every job whose turn is over is due now
+    when ``batch`` are waiting."""
     later = now + timedelta(seconds=idle_seconds)
     agent, user = said.agent_id, said.user_id
+    waiting = (agent, user, PENDING)
     return _REPLY_CAME.bind(
         now,
-        agent,
-        user,
-        PENDING,
+        *waiting,
         batch,
         now,
         later,
         said.id,
         reply_id,
-        agent,
-        user,
-        PENDING,
+        *waiting,
         said.id,
+        *waiting,
+        *waiting,
+        batch,
     )
