@@ -1,6 +1,6 @@
 """Run every bench and write docs/performance.md from the tables they print.
 
-    .venv/bin/python bench/performance_page.py                  # all eight (what `make bench` runs)
+    .venv/bin/python bench/performance_page.py                  # all (what `make bench` runs)
     .venv/bin/python bench/performance_page.py --only context.py cli_startup.py
     .venv/bin/python bench/performance_page.py --from DIR --date "2026-12-02 15:46"
 
@@ -67,6 +67,16 @@ BENCHES = [
         "messages) and under `LIZ_CONTEXT_TOKENS=4000`.",
     ),
     Bench(
+        "learning_cost.py",
+        "Learning cost",
+        "LLM requests and prompt tokens per turn of a replayed conversation (four users "
+        "talking at once, messages seconds apart, facts said, repeated and contradicted), "
+        "learning after each reply (`LIZ_LEARN_AFTER_IDLE=0`) against learning per burst "
+        "(the default), on a virtual clock; both end with the same active facts. Learning's "
+        "cost per turn is about one extraction, one embeddings request and at most one "
+        "reconcile call divided by the messages in a burst.",
+    ),
+    Bench(
         "cli_startup.py",
         "CLI start",
         "`liz --help` and a shell-completion TAB against a bare `python -c pass`.",
@@ -105,7 +115,7 @@ BENCHES = [
 
 INTRO = """# Performance
 
-This page is written by `make bench` (`bench/performance_page.py`), which runs the eight
+This page is written by `make bench` (`bench/performance_page.py`), which runs the
 benches below and puts the tables they print here. Each bench measures liz against a
 reference run side by side in the same run, so read the ratios: on a shared machine an
 absolute time means little. The LLM is the scripted OpenAI-compatible server

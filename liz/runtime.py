@@ -48,7 +48,6 @@ class Runtime:
         self.reads = make_read_sessionmaker(self.engine)
         self.learning = LearningWorker(
             facts=self.facts,
-            engine=self.engine,
             sessions=self.sessions,
             clock=self.clock,
             settings=self.settings.learning,

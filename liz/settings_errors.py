@@ -33,7 +33,10 @@ def describe_settings_error(cls: type[BaseSettings], exc: ValidationError) -> st
     lines = []
     for problem in exc.errors():
         field = str(problem["loc"][0]) if problem["loc"] else ""
-        name = f"{prefix}{field.upper()}" if field else prefix.rstrip("_") or cls.__name__
+        if not field:
+            name = prefix.rstrip("_") or cls.__name__
+        else:  # an alias (LIZ_LEARN_BATCH) is the variable's whole name
+            name = f"{prefix}{field.upper()}" if field in cls.model_fields else field.upper()
         given = problem.get("input")
         secret = field in cls.model_fields and "SecretStr" in str(
             cls.model_fields[field].annotation

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator
 from datetime import datetime
 
 from liz.types import Clock, SystemClock
@@ -52,11 +52,15 @@ class TurnsUnderWay:
                 return
 
     async def _turns_end_within(self, seconds: float) -> None:
-        ended = asyncio.ensure_future(self._none.wait())
-        timer = asyncio.ensure_future(self._clock.sleep(seconds))
-        try:
-            await asyncio.wait({ended, timer}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for waiting in (ended, timer):
-                waiting.cancel()
-            await asyncio.gather(ended, timer, return_exceptions=True)
+        await first_done(self._none.wait(), self._clock.sleep(seconds))
+
+
+async def first_done(*waits: Awaitable[object]) -> None:
+    """Wait until one of ``waits`` is done; cancel the others."""
+    started = [asyncio.ensure_future(wait) for wait in waits]
+    try:
+        await asyncio.wait(started, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiting in started:
+            waiting.cancel()
+        await asyncio.gather(*started, return_exceptions=True)

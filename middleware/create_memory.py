@@ -16,10 +16,10 @@ import logging
 from datetime import timedelta
 from typing import Any
 
-from liz.db.driver import connect
+from liz.db.driver import Bound, connect
 from liz.db.memories import insert_statement, store_memory
 from liz.db.usage import usage_statements
-from liz.learning_queue import jobs
+from liz.learning_queue import turn_jobs
 from liz.pipeline import AgentRequest, AgentResponse
 from liz.types import Generator, InputSource, Memory, Next
 
@@ -36,7 +36,7 @@ async def create_memory(req: AgentRequest, res: AgentResponse, next: Next) -> No
     if learn:
         # Until the turn ends the reply may still come; after a crash it never will.
         wait = timedelta(seconds=req.runtime.learning.settings.reply_wait_seconds)
-        queued = jobs.enqueue_statement(said, req.agent.name, due=said.created_at + wait)
+        queued = turn_jobs.enqueue_statement(said, req.agent.name, due=said.created_at + wait)
         async with connect(engine) as db:
             await db.commit(insert_statement(said), queued)
     elif not req.dry_run:
@@ -47,13 +47,13 @@ async def create_memory(req: AgentRequest, res: AgentResponse, next: Next) -> No
         await next()
     except Exception:
         if learn:
-            await _learn_without_reply(req, said.id)
+            await _learn_without_reply(req, said)
         raise
     if req.dry_run:
         return
     if res.reply is None:
         if learn:
-            await _learn_without_reply(req, said.id)
+            await _learn_without_reply(req, said)
         return
     reply = _memory(req, {"text": res.reply.text, **res.memory_extras}, res.kind, "llm")
     # The turn's token usage so far is kept in the reply's own transaction.
@@ -66,7 +66,7 @@ async def create_memory(req: AgentRequest, res: AgentResponse, next: Next) -> No
         return
     statements = [insert_statement(reply), *spent]
     if learn:
-        statements.append(jobs.reply_came_statement(said.id, reply.id, req.runtime.clock.now()))
+        statements.append(_turn_over(req, said, reply.id))
     async with connect(engine) as db:
         await db.commit(*statements)
     usage.stored = len(usage.calls)
@@ -82,13 +82,26 @@ def _learnable(req: AgentRequest) -> bool:
     )
 
 
-async def _learn_without_reply(req: AgentRequest, memory_id: str) -> None:
+def _turn_over(req: AgentRequest, said: Memory, reply_id: str | None) -> Bound:
+    """The statement making the turn's job (and the user's burst) due: see
+    ``turn_jobs.reply_came_statement``."""
+    settings = req.runtime.learning.settings
+    return turn_jobs.reply_came_statement(
+        said,
+        reply_id,
+        req.runtime.clock.now(),
+        idle_seconds=settings.learn_after_idle,
+        batch=settings.batch_size,
+    )
+
+
+async def _learn_without_reply(req: AgentRequest, said: Memory) -> None:
     """The reply failed: learn from the input alone, when the LLM is back."""
     try:
         async with connect(req.runtime.engine) as db:
-            await db.commit(jobs.reply_came_statement(memory_id, None, req.runtime.clock.now()))
+            await db.commit(_turn_over(req, said, None))
     except Exception as exc:  # the job stays queued and becomes due after the reply wait
-        logger.warning("could not mark message %s ready for learning: %s", memory_id, exc)
+        logger.warning("could not mark message %s ready for learning: %s", said.id, exc)
         return
     req.runtime.learning.wake()
 

@@ -1,14 +1,14 @@
-"""After the reply is sent, learn from the exchange right away, in the background.
+"""After the reply is sent, learn from the exchange, in the background, per burst.
 
 ``create_memory`` has queued the job of learning from the user's message in the
-message's own transaction; this step tries it right after the reply, with the
-exchange in hand, as soon as no other turn is under way (``LIZ_LEARNING_QUIET_SECONDS``,
-waiting ``LIZ_LEARNING_MAX_DEFER_SECONDS`` at most), so facts are usually known by the
-user's next message and a burst of turns is not slowed by learning. Messages of one user that
-arrive while an earlier one is being learned wait and are then learned together, in
-one round (``LIZ_LEARNING_BATCH_SIZE`` at most). What it cannot finish the queue
-keeps: any liz process sharing the database retries it later (see
-``liz.learning_queue``), so nothing is lost and nothing is learned twice.
+message's own transaction; this step adds the exchange to its user's burst, learned
+together once the user has been quiet ``LIZ_LEARN_AFTER_IDLE`` seconds (0: at once),
+``LIZ_LEARN_BATCH`` have gathered, or the process stops (see
+``liz.learning_queue.bursts``); then as soon as no other turn is under way
+(``LIZ_LEARNING_QUIET_SECONDS``, waiting ``LIZ_LEARNING_MAX_DEFER_SECONDS`` at most), so a
+burst of turns is not slowed by learning. What it cannot finish the queue keeps: any liz
+process sharing the database retries it later (see ``liz.learning_queue``), so nothing is
+lost and nothing is learned twice.
 """
 
 from __future__ import annotations

@@ -58,6 +58,16 @@ def learning_settings(**overrides: Any) -> LearningSettings:
     return LearningSettings(_env_file=None, **(values | overrides))  # type: ignore[call-arg]
 
 
+def process_settings(database_url: str, **learning: Any) -> Settings:
+    """The settings of a whole process (``open_runtime``) whose facts stand alone."""
+    return Settings(
+        _env_file=None,  # type: ignore[call-arg]
+        database_url=database_url,
+        facts=FactSettings(_env_file=None, reconcile_threshold=0.99),  # type: ignore[call-arg]
+        learning=LearningSettings(_env_file=None, **learning),  # type: ignore[call-arg]
+    )
+
+
 def fact_text(said: str) -> str:
     """The one fact the scripted brain learns from a message (from its first 60 characters)."""
     return f"User wrote {said[:60]}"

@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
+from pydantic import AliasChoices
 from pydantic_settings import BaseSettings
 
 import liz.config
@@ -24,6 +25,8 @@ def variables(settings: type[BaseSettings]) -> list[str]:
         if isinstance(info.annotation, type) and issubclass(info.annotation, BaseSettings):
             continue  # a branch of the settings tree (Settings.facts): its own fields count
         alias = info.validation_alias or info.alias
+        if isinstance(alias, AliasChoices):  # the first choice is the name to write
+            alias = alias.choices[0]
         names.append(alias.upper() if isinstance(alias, str) else (prefix + field).upper())
     return names
 

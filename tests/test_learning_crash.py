@@ -167,7 +167,12 @@ def test_kill_9_then_restart_learns_every_stored_message_once(tmp_path: Path, ki
                 if learning["pending"] == 0:
                     break
                 time.sleep(0.2)
-            assert learning == {"pending": 0, "failed": 0, "oldestPendingSeconds": None}
+            assert learning | {"learnAfterIdleSeconds": 0} == {
+                "pending": 0,
+                "failed": 0,
+                "oldestPendingSeconds": None,
+                "learnAfterIdleSeconds": 0,
+            }
 
     after = facts_per_message(database)
     assert set(after) == set(before)
@@ -208,7 +213,12 @@ def test_after_a_kill_9_the_jobs_claimed_are_learned_within_a_minute_of_the_rest
                 if learning["pending"] == 0:
                     break
                 time.sleep(0.2)
-            assert learning == {"pending": 0, "failed": 0, "oldestPendingSeconds": None}
+            assert learning | {"learnAfterIdleSeconds": 0} == {
+                "pending": 0,
+                "failed": 0,
+                "oldestPendingSeconds": None,
+                "learnAfterIdleSeconds": 0,
+            }
 
     after = dict(rows(database_url, FACTS_PER_MESSAGE))
     assert len(after) == USERS

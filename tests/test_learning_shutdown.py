@@ -9,15 +9,12 @@ from typing import Any
 import pytest
 
 from liz.bootstrap import open_runtime
-from liz.config import Settings
-from liz.facts.settings import FactSettings
 from liz.learning_queue.health import learning_backlog
-from liz.learning_queue.settings import LearningSettings
 from liz.middleware import create_memory, extract_facts, router, validate_input, wrap_context
 from liz.pipeline import AgentFramework
 from liz.testing.openai_server import RecordedRequest, ScriptedOpenAI
 from liz.types import InputObject
-from tests.learning_world import AGENT, Brain, fact_text, make_agent
+from tests.learning_world import AGENT, Brain, fact_text, make_agent, process_settings
 
 pytestmark = pytest.mark.anyio
 
@@ -42,12 +39,7 @@ async def test_shutdown_hands_a_try_under_way_back_to_the_queue(
 ) -> None:
     held = HeldBrain()
     scripted.respond_with(held)
-    settings = Settings(
-        _env_file=None,  # type: ignore[call-arg]
-        database_url=database_url,
-        facts=FactSettings(_env_file=None, reconcile_threshold=0.99),  # type: ignore[call-arg]
-        learning=LearningSettings(_env_file=None, shutdown_seconds=0.2),  # type: ignore[call-arg]
-    )
+    settings = process_settings(database_url, shutdown_seconds=0.2)
     # Should shutdown wait for the try after all, this opens the gate rather than hang.
     loop = asyncio.get_running_loop()
     fallback = loop.call_later(30, held.gate.set)

@@ -178,6 +178,21 @@ def test_chat_see_the_prompt_learn_recall_and_retire_a_fact(
         screenshot(page, "playground-phone.png")
 
 
+def test_the_facts_panel_says_when_learning_is_pending(
+    page: Page, scripted_url: str, tmp_path: Path
+) -> None:
+    env = serve_env(scripted_url, tmp_path) | {"LIZ_LEARN_AFTER_IDLE": "3600"}
+    with liz_serve(env, tmp_path) as url:
+        page.goto(f"{url}/playground")
+        page.get_by_role("textbox", name="User id").fill("ada")
+        page.get_by_role("textbox", name="User id").dispatch_event("change")
+        send(page, "I love to drink green tea.")
+        facts = region(page, "Facts")
+        expect(facts).to_contain_text("Learning pending: 1 message waiting")
+        expect(facts).to_contain_text("quiet for 3600 s")
+        expect(facts).to_contain_text("No facts about this user yet.")
+
+
 def test_with_an_api_key_the_page_asks_for_it_and_keeps_it_in_the_tab(
     browser: Browser, scripted_url: str, tmp_path: Path
 ) -> None:

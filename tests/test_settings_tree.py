@@ -31,6 +31,17 @@ def test_a_bad_value_in_a_branch_is_named_by_its_variable(
         load_settings(Settings, _env_file=None)
 
 
+def test_the_burst_settings_are_read_by_their_names_and_the_former_batch_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("LIZ_LEARN_AFTER_IDLE", "45")
+    monkeypatch.setenv("LIZ_LEARNING_BATCH_SIZE", "5")
+    settings = load_settings(Settings, _env_file=None)
+    assert (settings.learning.learn_after_idle, settings.learning.batch_size) == (45, 5)
+    monkeypatch.setenv("LIZ_LEARN_BATCH", "7")
+    assert load_settings(Settings, _env_file=None).learning.batch_size == 7
+
+
 def test_empty_values_in_dotenv_mean_unset(tmp_path: Path) -> None:
     env_file = tmp_path / ".env"
     env_file.write_text("LIZ_AGENTS_DIR=\nOPENAI_BASE_URL=\nLIZ_JWT_SECRET=\n")
@@ -69,6 +80,12 @@ def test_serve_with_the_env_examples_empty_agents_dir_serves_the_bundled_agents(
     [
         ("LIZ_JWT_SECRET", "too-short", "LIZ_JWT_SECRET must be at least 32 bytes long"),
         ("OPENAI_BASE_URL", "not a url", "OPENAI_BASE_URL must be an http(s) URL"),
+        (
+            "LIZ_LEARN_AFTER_IDLE",
+            "-5",
+            "bad setting LIZ_LEARN_AFTER_IDLE='-5': Input should be greater than or equal to 0",
+        ),
+        ("LIZ_LEARN_BATCH", "0", "bad setting LIZ_LEARN_BATCH='0': Input should be greater"),
     ],
 )
 def test_serve_refuses_a_bad_setting_before_it_says_it_is_running(

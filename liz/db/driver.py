@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy import TextClause, text
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.util import greenlet_spawn
@@ -59,6 +60,7 @@ class Statement:
 
     sqlite: str
     postgres: str
+    named: str  # for a SQLAlchemy session (Bound.executable)
 
     @classmethod
     def of(cls, template: str) -> Statement:
@@ -67,6 +69,7 @@ class Statement:
         return cls(
             sqlite=template.format(*["?"] * count),
             postgres=template.format(*(f"${number}" for number in range(1, count + 1))),
+            named=template.format(*(f":p{number}" for number in range(1, count + 1))),
         )
 
     def bind(self, *parameters: Any) -> Bound:
@@ -80,6 +83,13 @@ class Bound:
 
     statement: Statement
     parameters: tuple[Any, ...]
+
+    def executable(self) -> TextClause:
+        """The statement for a SQLAlchemy session's transaction, when it must ride in
+        one (the facts' write); for plain values (text, numbers), which need no
+        conversion."""
+        values = {f"p{number}": value for number, value in enumerate(self.parameters, 1)}
+        return text(self.statement.named).bindparams(**values)
 
 
 class Driver:

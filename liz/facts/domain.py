@@ -8,7 +8,7 @@ A *scope* is one (agent, user) pair; every fact belongs to one. An add extracts
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -156,6 +156,9 @@ class Change:
     # For a fact added: the message it was learned from, when it differs from the
     # write's (``WriteContext.source_memory_id``), as when several are learned together.
     source_memory_id: str | None = None
+    # For a fact added: retired at once, a later message of the same round having
+    # changed it ("I live in Paris" ... "I moved to Berlin"); it stays in the history.
+    retired: bool = False
 
 
 @dataclass(frozen=True)
@@ -176,8 +179,11 @@ class ExtraStatement:
     queue deletes its jobs so). ``expected_rows``: the rowcount it must have, or the
     whole transaction rolls back with :class:`ExtraStatementMismatch`."""
 
-    statement: Executable
+    statement: Executable | None = None
     expected_rows: int | None = None
+    # Statements made when the transaction runs them, from what the work before found
+    # (the token usage of the LLM calls the write needed).
+    made_at_commit: Callable[[], Sequence[Executable]] | None = None
 
 
 class ExtraStatementMismatch(Exception):

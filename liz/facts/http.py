@@ -1,6 +1,7 @@
 """HTTP routes over a user's facts: ``/agents/{agentId}/users/{userId}/facts``.
 
-``GET`` lists (``?q=`` searches, ``?limit=``, ``?includeRetired=true``);
+``GET`` lists (``?q=`` searches, ``?limit=``, ``?includeRetired=true``; a list also
+says what is still to be learned from the user: ``"learning": {"pending", ...}``);
 ``GET .../{factId}`` one fact; ``GET .../{factId}/history`` its changes;
 ``DELETE .../{factId}`` retires it (its history stays). Handlers raise
 :class:`~liz.errors.LizError`; the app answers any of them as ``{"error": ...}``.
@@ -17,6 +18,7 @@ from starlette.routing import BaseRoute, Route
 
 from liz.errors import InputError, LizError, NotFound
 from liz.facts.store import FactStore
+from liz.learning_queue.health import learning_backlog
 
 # `segment`: an id holding "/" or "%" arrives encoded, and whole (liz.http.path_segments).
 FACTS = "/agents/{agentId:segment}/users/{userId:segment}/facts"
@@ -59,6 +61,10 @@ async def list_or_search(request: Request) -> Response:
     else:
         retired = request.query_params.get("includeRetired", "false").lower() == "true"
         facts = await store.list(agent_id, user_id, include_retired=retired, limit=limit)
+        # What is still to be learned from this user (the playground says so).
+        runtime = request.app.state.framework.runtime
+        learning = await learning_backlog(runtime, (agent_id, user_id))
+        return JSONResponse({"facts": [f.to_json_dict() for f in facts], "learning": learning})
     return JSONResponse({"facts": [fact.to_json_dict() for fact in facts]})
 
 

@@ -46,7 +46,8 @@ async def learn_facts(
     """
     scope = context.scope
     unique: dict[str, SourcedFact] = {}
-    for found in extracted:
+    # What is still true first: a text said, changed and said again is active.
+    for found in sorted(extracted, key=lambda found: found.fact.changed_later):
         unique.setdefault(fact_hash(found.fact.text), found)
     async with reads() as session:
         known = await active_by_hash(session, scope, list(unique))
@@ -72,6 +73,11 @@ async def learn_facts(
     ]
     # Before any session: a PostgreSQL index build takes a connection of its own.
     await storage.prepare_dimension(int(new_facts[0].vector.size))
+    # What a later message of the round changed goes to the history as it was said,
+    # first; only what is still true is reconciled with the stored facts.
+    changed_later = {digest for digest, found in fresh if found.fact.changed_later}
+    history = [fact for fact in new_facts if fact.hash in changed_later]
+    new_facts = [fact for fact in new_facts if fact.hash not in changed_later]
     similar = await storage.similar(
         [
             Nearest(
@@ -84,13 +90,14 @@ async def learn_facts(
             for fact in new_facts
         ]
     )
+    changes = add_all(history, "a later message changed it", retired=True)
     if not similar:
-        changes = add_all(new_facts, "nothing similar was stored")
+        changes += add_all(new_facts, "nothing similar was stored")
     else:
         shown = ShortIds(similar)
         plan = await ask_for_plan(llm, templates, shown, new_facts, size=settings.model_size)
-        changes = resolve_plan(plan, new_facts, shown)
-    text_vectors = {fact.text: fact.vector for fact in new_facts}
+        changes += resolve_plan(plan, new_facts, shown)
+    text_vectors = {fact.text: fact.vector for fact in new_facts + history}
     missing = sorted(
         {c.text for c in changes if c.event in (Event.ADD, Event.UPDATE)} - set(text_vectors)
     )

@@ -35,6 +35,11 @@ class ExtractedFact(BaseModel):
     text: FactText
     subject: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)]
     categories: Categories
+    # What an earlier message said and a later one of the same prompt changed or took
+    # back: kept in the facts' history, never active.
+    changed_later: bool = Field(
+        default=False, description="true when a later message changed or took back this fact"
+    )
 
 
 class ExtractedFacts(BaseModel):

@@ -38,8 +38,9 @@ async def ask_for_plan(
     return await llm.structured(prompt, ReconcilePlan, size=size)
 
 
-def add_all(new_facts: Sequence[NewFact], reason: str) -> list[Change]:
-    """Changes adding every new fact as extracted (nothing similar was stored)."""
+def add_all(new_facts: Sequence[NewFact], reason: str, *, retired: bool = False) -> list[Change]:
+    """Changes adding every new fact as extracted (nothing similar was stored), or,
+    ``retired``, straight to the history (a later message changed them)."""
     return [
         Change(
             Event.ADD,
@@ -48,6 +49,7 @@ def add_all(new_facts: Sequence[NewFact], reason: str) -> list[Change]:
             categories=fact.categories,
             reason=reason,
             source_memory_id=fact.source_memory_id,
+            retired=retired,
         )
         for fact in new_facts
     ]

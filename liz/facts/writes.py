@@ -90,12 +90,15 @@ async def run_extra(session: AsyncSession, also: Sequence[ExtraStatement]) -> No
     """Run the caller's statements in the session's transaction; a rowcount other than
     expected raises :class:`ExtraStatementMismatch` (the transaction then rolls back)."""
     for extra in also:
-        result: Any = await session.execute(extra.statement)
-        if extra.expected_rows is not None and result.rowcount != extra.expected_rows:
-            raise ExtraStatementMismatch(
-                f"a statement run with the facts touched {result.rowcount} rows, "
-                f"not {extra.expected_rows}: nothing was written"
-            )
+        if extra.statement is not None:
+            result: Any = await session.execute(extra.statement)
+            if extra.expected_rows is not None and result.rowcount != extra.expected_rows:
+                raise ExtraStatementMismatch(
+                    f"a statement run with the facts touched {result.rowcount} rows, "
+                    f"not {extra.expected_rows}: nothing was written"
+                )
+        for statement in extra.made_at_commit() if extra.made_at_commit else ():
+            await session.execute(statement)
 
 
 @dataclass(frozen=True)
@@ -211,6 +214,12 @@ def planned_rows(
             rows.facts.append(_inserted(fact_id, change, vector, context))
             rows.record(fact_id, Event.ADD, None, change.text, change.reason)
             events.append(FactEvent(Event.ADD, fact_id, change.text, reason=change.reason))
+            if change.retired:
+                rows.record(fact_id, Event.DELETE, change.text, None, change.reason)
+                events.append(
+                    FactEvent(Event.DELETE, fact_id, change.text, change.text, change.reason)
+                )
+                continue  # never active: neither searched nor a duplicate to later changes
         scope = context.scope
         log.added.append(
             IndexedFact(
@@ -254,8 +263,8 @@ def _inserted(
         "createdAt": context.now,
         "updatedAt": context.now,
         "validFrom": context.now,
-        "invalidFrom": None,
-        "retiredAt": None,
+        "invalidFrom": context.now if change.retired else None,
+        "retiredAt": context.now if change.retired else None,
         "sourceMemoryId": change.source_memory_id or context.source_memory_id,
     }
 

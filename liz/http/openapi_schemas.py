@@ -194,6 +194,7 @@ SCHEMAS: dict[str, Schema] = {
         ),
         database=string("ok, or unreachable: <why>"),
         llm=string("configured or not configured", enum=["configured", "not configured"]),
+        learning=ref("LearningBacklog"),
     ),
     "Fact": obj(
         "One fact about a user, as an agent knows it.",
@@ -226,7 +227,28 @@ SCHEMAS: dict[str, Schema] = {
         sourceMemoryId=nullable(string("The message it was learned from")),
         score={"type": ["number", "null"], "description": "Similarity, in search results only"},
     ),
-    "FactList": obj("Facts, best match or newest first.", ["facts"], facts=array(ref("Fact"))),
+    "FactList": obj(
+        "Facts, best match or newest first; a list (no q) also says what is still to be "
+        "learned from the user.",
+        ["facts"],
+        facts=array(ref("Fact")),
+        learning=ref("LearningBacklog"),
+    ),
+    "LearningBacklog": obj(
+        "Messages still to be learned from (of every user in /health, of one in a facts "
+        'list); {"status": "unknown: ..."} instead when the queue cannot be read.',
+        ["pending", "failed", "oldestPendingSeconds", "learnAfterIdleSeconds"],
+        pending={"type": "integer", "description": "Messages waiting to be learned from"},
+        failed={"type": "integer", "description": "Messages learning gave up on"},
+        oldestPendingSeconds={
+            "type": ["number", "null"],
+            "description": "How long the oldest waiting message has waited; null: none waits",
+        },
+        learnAfterIdleSeconds={
+            "type": "number",
+            "description": "Quiet time before a conversation is learned (LIZ_LEARN_AFTER_IDLE)",
+        },
+    ),
     "HistoryEntry": obj(
         "One change to a fact; nothing is overwritten.",
         ["factId", "event", "oldText", "newText", "at", "actor", "reason"],

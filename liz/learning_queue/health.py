@@ -16,11 +16,15 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-async def learning_backlog(runtime: Runtime) -> dict[str, Any]:
-    """``{"pending", "failed", "oldestPendingSeconds"}``; never raises."""
+async def learning_backlog(
+    runtime: Runtime, scope: tuple[str, str] | None = None
+) -> dict[str, Any]:
+    """``{"pending", "failed", "oldestPendingSeconds", "learnAfterIdleSeconds"}``, of every
+    user or of one (agent id, user id): how long the oldest waiting message has waited,
+    beside how long a conversation must be quiet before it is learned. Never raises."""
     try:
         async with runtime.sessions() as session:
-            found = await backlog(session)
+            found = await backlog(session, scope)
     except Exception as exc:  # the health check reports, it never fails itself
         logger.warning("health check: cannot read the learning queue: %s", exc)
         return {"status": f"unknown: {type(exc).__name__}"}
@@ -29,6 +33,7 @@ async def learning_backlog(runtime: Runtime) -> dict[str, Any]:
         "pending": found.pending,
         "failed": found.failed,
         "oldestPendingSeconds": round(age, 1) if age is not None else None,
+        "learnAfterIdleSeconds": runtime.settings.learning.learn_after_idle,
     }
 
 

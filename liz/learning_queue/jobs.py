@@ -31,13 +31,10 @@ from sqlalchemy import (
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
-from liz.db.driver import Bound, Statement
 from liz.db.tables import MemoryRecord
 from liz.db.types import UTCDateTime
 from liz.errors import InputError
 from liz.learning_queue.tables import FAILED, PENDING, LearningJobRecord
-from liz.observe.learning import current_traceparent
-from liz.types import Memory
 
 Job = LearningJobRecord
 MAX_ERROR_CHARS = 2000  # the reason kept for a failure: enough to act on, never a whole dump
@@ -55,21 +52,6 @@ class Backlog:
         if self.oldest_pending_at is None:
             return None
         return max((now - self.oldest_pending_at).total_seconds(), 0.0)
-
-
-# The two statements every turn with facts on runs go straight to the driver, in the
-# turn's own transactions (liz.db.driver), skipping the session's overhead.
-_ENQUEUE = Statement.of(
-    'INSERT INTO "LearningJob" ("memoryId", "agentId", "userId", "agentName", "status", '
-    '"attempts", "nextAttemptAt", "createdAt", "updatedAt", "traceparent") '
-    "VALUES ({}, {}, {}, {}, {}, 0, {}, {}, {}, {})"
-)
-_REPLY_CAME = Statement.of(
-    'UPDATE "LearningJob" SET "updatedAt" = {}, '
-    '"nextAttemptAt" = CASE WHEN "attempts" = 0 THEN {} ELSE "nextAttemptAt" END, '
-    '"replyMemoryId" = COALESCE({}, "replyMemoryId") '
-    'WHERE "memoryId" = {} AND "status" = {}'
-)
 
 
 def _heads(*, of_messages: bool) -> Select[Job]:
@@ -97,7 +79,8 @@ def _heads(*, of_messages: bool) -> Select[Job]:
     )
 
 
-# Built once, like the two above: a claim runs at the start of every learning round.
+# Built once, like a turn's statements (liz.learning_queue.turn_jobs): a claim runs at
+# the start of every learning round.
 _HEADS_OF = _heads(of_messages=True)
 _DUE_HEADS = _heads(of_messages=False)
 _BEHIND = (
@@ -112,22 +95,6 @@ _BEHIND = (
     .limit(bindparam("run", type_=Integer()))
     .with_for_update()
 )
-
-
-def enqueue_statement(said: Memory, agent_name: str, *, due: datetime) -> Bound:
-    """The statement queueing learning from ``said`` (a user message, stored in the same
-    transaction), to be tried from ``due`` on."""
-    at = said.created_at
-    trace = current_traceparent()  # the learning job's span links to this turn
-    return _ENQUEUE.bind(
-        said.id, said.agent_id, said.user_id, agent_name, PENDING, due, at, at, trace
-    )
-
-
-def reply_came_statement(memory_id: str, reply_id: str | None, now: datetime) -> Bound:
-    """The statement saying the turn is over (``reply_id`` is the stored reply, or None
-    when it failed): an untried job is due now."""
-    return _REPLY_CAME.bind(now, now, reply_id, memory_id, PENDING)
 
 
 async def claim_runs(
@@ -318,10 +285,12 @@ def _text(content: str) -> str:
     return text if isinstance(text, str) else ""
 
 
-async def backlog(session: AsyncSession) -> Backlog:
-    rows = await session.execute(
-        select(Job.status, func.count(), func.min(Job.created_at)).group_by(Job.status)
-    )
+async def backlog(session: AsyncSession, scope: tuple[str, str] | None = None) -> Backlog:
+    """The queue's jobs by status, of every user or of one (agent id, user id)."""
+    query = select(Job.status, func.count(), func.min(Job.created_at)).group_by(Job.status)
+    if scope is not None:
+        query = query.where(Job.agent_id == scope[0], Job.user_id == scope[1])
+    rows = await session.execute(query)
     counts: dict[str, tuple[int, datetime | None]] = {
         status: (int(count), oldest) for status, count, oldest in rows
     }

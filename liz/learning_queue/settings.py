@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -10,7 +10,11 @@ class LearningSettings(BaseSettings):
     """How this process works the queue of learning jobs."""
 
     model_config = SettingsConfigDict(
-        env_prefix="LIZ_LEARNING_", env_file=".env", extra="ignore", env_ignore_empty=True
+        env_prefix="LIZ_LEARNING_",
+        env_file=".env",
+        extra="ignore",
+        env_ignore_empty=True,
+        populate_by_name=True,
     )
 
     # Work the queue in this process (every liz process does unless told not to).
@@ -19,10 +23,18 @@ class LearningSettings(BaseSettings):
     poll_seconds: float = Field(default=5.0, gt=0)
     # Jobs tried at once by one process (each is a different user: a user's are in order).
     concurrency: int = Field(default=4, ge=1, le=64)
-    # Messages of one user waiting to be learned from are learned together, this many at
-    # most a round: one extraction call, one embedding request, one reconcile call, one
-    # commit for them all. 1 learns each message on its own.
-    batch_size: int = Field(default=8, ge=1, le=64)
+    # A user's messages are learned together once the conversation has been quiet this
+    # long (seconds): one extraction call, one embedding request and at most one
+    # reconcile call per burst instead of per message. 0: right after each reply.
+    learn_after_idle: float = Field(default=30.0, ge=0, validation_alias="LIZ_LEARN_AFTER_IDLE")
+    # ...or once this many are waiting, and never more than this many in one round.
+    # (LIZ_LEARNING_BATCH_SIZE, its former name, is still read.)
+    batch_size: int = Field(
+        default=16,
+        ge=1,
+        le=64,
+        validation_alias=AliasChoices("LIZ_LEARN_BATCH", "LIZ_LEARNING_BATCH_SIZE"),
+    )
     # Learning gives way to replies: it starts once no turn has been under way in this
     # process for this long (seconds), so a burst of turns is not slowed by it...
     quiet_seconds: float = Field(default=0.05, ge=0)

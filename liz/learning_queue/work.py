@@ -13,12 +13,14 @@ ChatMessages = list[dict[str, str]]
 
 @dataclass(frozen=True)
 class Said:
-    """A message to learn from right after its reply, with how hard to try."""
+    """A message to learn from after its reply, with how hard to try."""
 
     memory_id: str
     exchange: ChatMessages
     attempts: int
     wait_seconds: float
+    # When its reply came: the burst waits for the user to be quiet from the newest on.
+    at: datetime
     # The latest it waits for a lull in this process's turns.
     defer_until: datetime
 

@@ -1,7 +1,8 @@
 """The worker that learns facts from queued messages, in every liz process.
 
-A job is tried right after its reply (``learn_now``, once the turns give way: see
-liz.turns), by this process's poller when it is due, or by any other process sharing
+A job is tried once its user's conversation has gone quiet (``learn_now``, with the
+user's other messages said here: see liz.learning_queue.bursts; then once the turns give
+way: see liz.turns), by this process's poller when it is due, or by any other process sharing
 the database, always through one claim (liz.learning_queue.claims). Up to
 ``batch_size`` ready messages of one user are learned in one round; a round that fails
 for another reason than an outage is tried again one message at a time, so a message
@@ -12,19 +13,19 @@ own transaction, and that delete must find every row, else the facts are rolled 
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from tenacity import wait_exponential
 
 from liz.background import BackgroundTasks
 from liz.facts.domain import Exchange, ExtraStatement, ExtraStatementMismatch
 from liz.learning_queue import jobs
+from liz.learning_queue.bursts import Burst
 from liz.learning_queue.claims import Claims
 from liz.learning_queue.jobs import Job
 from liz.learning_queue.outcomes import (
@@ -36,7 +37,7 @@ from liz.learning_queue.outcomes import (
 from liz.learning_queue.settings import LearningSettings
 from liz.learning_queue.work import AlreadyLearned, Claimed, Said, Work, jobs_of, messages
 from liz.observe.learning import observe_learning
-from liz.observe.turns import store_usage
+from liz.observe.turns import UsageInCommit
 from liz.retry import retrying
 from liz.turns import TurnsUnderWay
 from liz.types import Clock
@@ -57,7 +58,6 @@ class LearningWorker:
         self,
         *,
         facts: FactStore | None,
-        engine: AsyncEngine,
         sessions: async_sessionmaker[AsyncSession],
         clock: Clock,
         settings: LearningSettings,
@@ -66,7 +66,6 @@ class LearningWorker:
     ) -> None:
         self.facts = facts
         self.settings = settings
-        self._engine = engine
         self._sessions = sessions
         self._clock = clock
         self._turns = turns
@@ -76,9 +75,10 @@ class LearningWorker:
         self._round: asyncio.Task[None] | None = None
         self._again = False
         self._stopping = False
-        self._active: set[asyncio.Task[None]] = set()  # rounds and tries right after a reply
-        # Per user being learned from right after a reply: the later messages waiting.
-        self._waiting: dict[tuple[str, str], collections.deque[Said]] = {}
+        self._active: set[asyncio.Task[None]] = set()  # rounds and bursts of said messages
+        # Per user: the messages said here, gathering or waiting for the round under way.
+        self._bursts: dict[tuple[str, str], Burst] = {}
+        self._drain = asyncio.Event()  # stopping: every burst is learned now
 
     @property
     def owner(self) -> str:
@@ -90,12 +90,15 @@ class LearningWorker:
         """Start polling for due jobs (``open_runtime`` does this for every process)."""
         if self._poller is None and self.settings.worker:
             self._stopping = False
+            self._drain.clear()
             self._poller = asyncio.create_task(self._poll(), name="liz-learning-poller")
 
     async def stop(self) -> None:
-        """Stop polling and claiming; give tries under way ``shutdown_seconds`` to finish,
-        then cancel them (their jobs go back to the queue, untouched)."""
+        """Stop polling; learn the bursts gathered here at once (one try each), giving
+        them and tries under way ``shutdown_seconds`` to finish, then cancel them (their
+        jobs go back to the queue, untouched)."""
         self._stopping = True
+        self._drain.set()
         poller, self._poller = self._poller, None
         if poller is not None:
             poller.cancel()
@@ -158,7 +161,7 @@ class LearningWorker:
         results = await asyncio.gather(*(self._try_run(facts, run) for run in runs))
         return sum(len(run) for run in runs), any(results)
 
-    # -- right after a reply -------------------------------------------------------------
+    # -- after a reply -------------------------------------------------------------------
 
     async def learn_now(
         self,
@@ -172,32 +175,41 @@ class LearningWorker:
         """Learn from the exchange just replied to, if its job heads its user's queue;
         retry ``attempts`` times, then leave the job to the queue. Never raises.
 
-        With ``user`` (agent id, user id), while this process learns from an earlier
-        message of that user this one waits here (only a queue's head can be claimed);
-        those waiting are learned together next, ``batch_size`` at most. Their jobs stay
-        queued meanwhile: a crash loses nothing.
+        With ``user`` (agent id, user id), the user's messages said here gather into a
+        burst (liz.learning_queue.bursts) that the first call learns, the later add to;
+        their jobs stay queued meanwhile: a crash loses nothing.
         """
         if self.facts is None or self._stopping:
             return
         task = asyncio.current_task()
         if task is not None:
             self._track(task)
-        said = Said(memory_id, exchange, attempts, wait_seconds, self._clock.now() + self._defer)
+        now = self._clock.now()
+        # It waits for a lull in turns at most that long after its burst could be learned.
+        defer_until = now + timedelta(seconds=self.settings.learn_after_idle) + self._defer
+        said = Said(memory_id, exchange, attempts, wait_seconds, now, defer_until)
         if user is None:
             await self._learn_now_round([said])
             self.wake()  # this user's next message, and anything else due
             return
-        waiting = self._waiting.get(user)
-        if waiting is not None:
-            waiting.append(said)
+        burst = self._bursts.get(user)
+        if burst is not None:
+            burst.add(said)
             return
-        waiting = self._waiting[user] = collections.deque([said])
+        burst = self._bursts[user] = Burst()
+        burst.add(said)
+        settings = self.settings
         try:
-            while waiting and not self._stopping:
-                count = min(len(waiting), self.settings.batch_size)
-                await self._learn_now_round([waiting.popleft() for _ in range(count)])
+            while burst.said:
+                await burst.gathered(
+                    self._clock,
+                    idle_seconds=settings.learn_after_idle,
+                    batch=settings.batch_size,
+                    now=self._drain,
+                )
+                await self._learn_now_round(burst.take(settings.batch_size))
         finally:
-            del self._waiting[user]
+            del self._bursts[user]
         # Not after each round: a round started meanwhile would race this loop for the
         # user's next jobs. Now: anything else due (or left here by a stop).
         self.wake()
@@ -205,7 +217,7 @@ class LearningWorker:
     async def _learn_now_round(self, batch: Sequence[Said]) -> None:
         await self._give_way(until=batch[0].defer_until)  # the oldest message's
         facts = self.facts
-        if facts is None or self._stopping:
+        if facts is None:
             return
         held = {said.memory_id: said.exchange for said in batch}
         try:
@@ -371,15 +383,16 @@ class LearningWorker:
         latest = work[-1].job
         queued_by = [item.job.traceparent for item in work]
         with observe_learning(latest.agent_id, queued_by, jobs=len(work)) as usage:
+            # The tokens spent are counted in the same transaction as the facts, once.
+            spent = UsageInCommit(usage, latest.agent_id, latest.user_id, self._clock.now())
             try:
                 await facts.learn(
                     [Exchange(item.exchange, item.job.memory_id) for item in work],
                     latest.agent_id,
                     latest.user_id,
                     agent_name=latest.agent_name,
-                    also=[finish],
+                    also=[finish, ExtraStatement(made_at_commit=spent.statements)],
                 )
             except ExtraStatementMismatch as exc:
                 raise AlreadyLearned(messages(jobs_of(work))) from exc
-        at = self._clock.now()
-        await store_usage(self._engine, at, latest.agent_id, latest.user_id, usage, "learning's")
+            spent.committed()

@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from opentelemetry.trace import Span, Status, StatusCode
+from sqlalchemy import Executable
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from liz.db.driver import connect
@@ -87,3 +88,25 @@ async def store_usage(
         logger.warning("%s token usage was not stored: %r", whose, exc)
         return
     usage.stored = len(usage.calls)
+
+
+@dataclass
+class UsageInCommit:
+    """A learning job's token usage, written in the facts' own transaction
+    (``ExtraStatement(made_at_commit=spent.statements)``): made when the transaction
+    runs, so every call the write needed is in it; :meth:`committed` after the commit."""
+
+    usage: UsageMeter
+    agent_id: str
+    user_id: str
+    at: datetime
+    _written: int = 0
+
+    def statements(self) -> list[Executable]:
+        calls = self.usage.unstored()
+        self._written = len(self.usage.calls)
+        spent = usage_statements(calls, agent_id=self.agent_id, user_id=self.user_id, at=self.at)
+        return [bound.executable() for bound in spent]
+
+    def committed(self) -> None:
+        self.usage.stored = max(self.usage.stored, self._written)

@@ -13,6 +13,7 @@
   const sendButton = $("send");
   let selectedTurn = null;
   let factsTimers = [];
+  let learningTimer = null;
 
   function el(tag, attributes, ...children) {
     const node = document.createElement(tag);
@@ -352,7 +353,8 @@
       box.replaceChildren(el("li", { className: "error", text: await problemOf(response) }));
       return;
     }
-    const facts = (await response.json()).facts;
+    const answer = await response.json();
+    const facts = answer.facts;
     const histories = await Promise.all(facts.map(async (fact) => {
       const answer = await api(factsPath(agentId, userId) + "/" + encodeURIComponent(fact.id) +
         "/history");
@@ -379,6 +381,23 @@
       items.push(el("li", { className: "empty", text: "No facts about this user yet." }));
     }
     box.replaceChildren(...items);
+    showLearning(answer.learning);
+  }
+
+  // Learning waits for the conversation to go quiet: say so, and look again until it is done.
+  function showLearning(learning) {
+    const note = $("learning-pending");
+    clearTimeout(learningTimer);
+    const pending = learning && learning.pending ? learning.pending : 0;
+    note.hidden = !pending;
+    if (!pending) return;
+    const idle = learning.learnAfterIdleSeconds;
+    note.textContent = "Learning pending: " + pending + (pending === 1 ? " message" : " messages") +
+      " waiting (the oldest for " + Math.round(learning.oldestPendingSeconds || 0) + " s). " +
+      (idle ? "Facts are learned once the conversation has been quiet for " + idle + " s." :
+        "Facts are learned right after each reply.");
+    clearTimeout(learningTimer);
+    learningTimer = setTimeout(loadFacts, 5000);
   }
 
   $("refresh-facts").addEventListener("click", loadFacts);
