@@ -15,6 +15,7 @@ import pytest
 from liz.agent import BaseAgent
 from liz.testing.clock import ManualClock
 from liz.testing.openai_server import ScriptedOpenAI, call_tool
+from liz.testing.openai_wire import word_count
 from liz.types import InputObject, InputSource
 from tests.tools_world import (
     _no_facts,
@@ -298,3 +299,24 @@ def test_a_decision_whose_reply_asks_for_another_approval_leaves_that_one_pendin
             assert again.status_code == 200, again.text
             assert again.json()["text"] == "Both done."
     assert refunds == [("A1", 12.5), ("B2", 3.0)]
+
+
+def test_a_decided_turns_tokens_are_counted_in_the_usage_table(database_url: str) -> None:
+    with refund_asked(database_url) as shop:
+        shop.scripted.reply("Done: 12.5 refunded on A1.")
+        with served(app_at(shop.agent, database_url, shop.url, START)) as client:
+            pending = shop.asked["pendingApproval"]
+            path = f"/agent/approvals/{pending['id']}"
+            decided = client.post(path, json={"approve": True}, headers=bearer("ann"))
+            assert decided.status_code == 200, decided.text
+            usage = client.get(
+                "/usage", params={"by": "user"}, headers={"authorization": f"Bearer {SERVER_KEY}"}
+            )
+    assert usage.status_code == 200, usage.text
+    (ann,) = usage.json()["usage"]
+    # The turn that asked and the decided turn that replied: one chat call each.
+    assert ann["key"] == "ann" and ann["calls"] == len(shop.scripted.chat_requests) == 2
+    # The scripted model reports words as tokens.
+    assert ann["inputTokens"] == sum(word_count(r.prompt) for r in shop.scripted.chat_requests)
+    said = ("I can refund that.", "Done: 12.5 refunded on A1.")
+    assert ann["outputTokens"] == sum(word_count(text) for text in said)

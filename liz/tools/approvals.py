@@ -24,8 +24,10 @@ from liz.db.tool_approvals import (
     record_outcome,
     store_reply,
 )
+from liz.db.usage import usage_statements
 from liz.errors import Conflict, LLMError, NotFound
 from liz.llm.chat_answers import RequestedCall
+from liz.observe.usage import metering
 from liz.tools.calls import CallOutcome
 from liz.types import InputObject, Memory
 
@@ -131,15 +133,16 @@ async def resume(turn: ToolTurn, runtime: Runtime, decision: Decision) -> dict[s
     """Run or refuse the call, let the model answer, keep the reply; the reply's body."""
     approval = decision.approval
     outcome = decision.kept
-    if outcome is None:
-        call = RequestedCall(approval.tool_call_id, approval.tool_name, approval.arguments)
-        outcome = await turn.decide(call, decision.approve)
-        async with runtime.sessions.begin() as session:
-            await record_outcome(session, approval.id, json.dumps(outcome.to_json_dict()))
-    try:
-        end = await turn.go_on(json.loads(approval.messages), outcome)
-    except LLMError as exc:
-        raise _decision_kept(exc, decision) from exc
+    with metering() as usage:  # the decided turn's tokens, kept with its reply
+        if outcome is None:
+            call = RequestedCall(approval.tool_call_id, approval.tool_name, approval.arguments)
+            outcome = await turn.decide(call, decision.approve)
+            async with runtime.sessions.begin() as session:
+                await record_outcome(session, approval.id, json.dumps(outcome.to_json_dict()))
+        try:
+            end = await turn.go_on(json.loads(approval.messages), outcome)
+        except LLMError as exc:
+            raise _decision_kept(exc, decision) from exc
     input = InputObject(
         user_id=approval.user_id, agent_id=approval.agent_id, room_id=approval.room_id
     )
@@ -159,6 +162,11 @@ async def resume(turn: ToolTurn, runtime: Runtime, decision: Decision) -> dict[s
     async with runtime.sessions.begin() as session:
         if not await store_reply(session, approval.id, reply, paused):
             raise Conflict(f"approval {approval.id!r} was answered by another request")
+        spent = usage_statements(
+            usage.calls, agent_id=reply.agent_id, user_id=reply.user_id, at=reply.created_at
+        )
+        for statement in spent:
+            await session.execute(statement.executable())
     body: dict[str, Any] = {
         "text": end.text,
         "route": None,
