@@ -65,6 +65,6 @@ async def health(request: Request) -> Response:
         body["mcp"] = servers
     if framework.runtime.facts is not None:  # the facts still to learn
         body["learning"] = await learning_backlog(framework.runtime)
-        if database == "ok" and (aside := await set_aside(framework.runtime.sessions)):
+        if database == "ok" and (aside := await set_aside(framework.runtime.reads)):
             body["setAside"] = aside  # messages learning gave up on (`liz facts retry ID`)
     return JSONResponse(body, status_code=status)

@@ -23,7 +23,7 @@ async def learning_backlog(
     user or of one (agent id, user id): how long the oldest waiting message has waited,
     beside how long a conversation must be quiet before it is learned. Never raises."""
     try:
-        async with runtime.sessions() as session:
+        async with runtime.reads() as session:  # never waits for the writer
             found = await backlog(session, scope)
     except Exception as exc:  # the health check reports, it never fails itself
         logger.warning("health check: cannot read the learning queue: %s", exc)
