@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -19,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
+BENCH = Path(__file__).resolve().parent
 
 
 def free_port() -> int:
@@ -148,3 +151,57 @@ def new_postgres_database(server: Any, name: str) -> str:
 def scratch_folder(prefix: str) -> Iterator[Path]:
     with tempfile.TemporaryDirectory(prefix=prefix) as folder:
         yield Path(folder)
+
+
+def mem0_venv(folder: Path, reuse: Path | None) -> Path:
+    """A venv of its own holding mem0ai: ``reuse`` when it has one, else made there (or in
+    ``folder``)."""
+    if reuse is not None and (reuse / "bin" / "python").exists():
+        return reuse
+    venv = reuse or folder / "mem0-venv"
+    print(f"installing mem0ai into {venv} (a venv of its own) ...", flush=True)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet"]
+    subprocess.run([*pip, "mem0ai"], check=True, env={**os.environ, "MEM0_TELEMETRY": "False"})
+    return venv
+
+
+@contextmanager
+def mem0_process(venv: Path, folder: Path) -> Iterator[Any]:
+    """bench/mem0_driver.py running in mem0's venv; yields ``ask(op=..., ...)``, which
+    sends one request and returns its answer."""
+    log = (folder / "mem0.log").open("wb")
+    process = subprocess.Popen(
+        [str(venv / "bin" / "python"), str(BENCH / "mem0_driver.py")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=log,
+        text=True,
+        env={**os.environ, "MEM0_TELEMETRY": "False", "PYTHONPATH": ""},
+    )
+
+    def ask(**request: Any) -> Any:
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write(json.dumps(request) + "\n")
+        process.stdin.flush()
+        line = process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"mem0 driver stopped; see {folder / 'mem0.log'}")
+        answer = json.loads(line)
+        if "error" in answer:
+            raise RuntimeError(f"mem0 driver: {answer['error']}")
+        return answer
+
+    try:
+        yield ask
+    finally:
+        if process.poll() is None:
+            ask_quit = json.dumps({"op": "quit"}) + "\n"
+            try:
+                assert process.stdin is not None
+                process.stdin.write(ask_quit)
+                process.stdin.flush()
+                process.wait(timeout=30)
+            except (OSError, subprocess.TimeoutExpired):
+                process.kill()
+        log.close()

@@ -1,9 +1,11 @@
 """The conversation ``bench/learning_cost.py`` replays, and the scripted model that
 answers it as a careful LLM would: facts said, repeated and contradicted, by users
-who talk in bursts of messages seconds apart, hours between their conversations."""
+who talk in bursts of messages seconds apart, hours between their conversations.
+``answer`` answers liz's prompts; ``answer_mem0`` answers mem0's ``add`` (``infer=True``)."""
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -226,8 +228,10 @@ STATED = {
 }
 BY_TEXT = {fact.text: fact for fact in STATED.values() if fact is not None}
 
+REPLY = "Noted, thank you for telling me."
 NUMBERED = re.compile(r'<MESSAGE number="(\d+)">\nuser: (.*)$', re.M)
 LISTED = re.compile(r"^(\d+)\. \[(.*?)\] (.*)$", re.M)
+NEW = "## New Messages\n"  # where mem0's extraction prompt lists the exchange to learn
 
 
 def timeline() -> list[tuple[float, str, str]]:
@@ -251,7 +255,26 @@ def answer(request: RecordedRequest) -> Any:
         return {"facts": extract(request.prompt)}
     if request.schema_name == "ReconcilePlan":
         return {"decisions": reconcile(request.prompt)}
-    return "Noted, thank you for telling me."
+    return REPLY
+
+
+def answer_mem0(request: RecordedRequest) -> Any:
+    """mem0's extraction (one JSON-mode call per ``add``, its answer a ``memory`` list of
+    ``{"id", "text"}``): the facts the new messages state that the memories mem0 found
+    for them do not already hold. mem0 only adds, so a contradicted fact stays."""
+    asked = request.messages[-1].get("content")  # the system prompt holds the same headings
+    if (request.response_format or {}).get("type") != "json_object" or NEW not in str(asked):
+        raise ValueError(f"not a request of the mem0 this bench knows: {request.prompt[:200]!r}")
+    before, after = str(asked).split(NEW, 1)
+    existing = before.split("## Existing Memories", 1)[-1]
+    new = after.split("\n## ", 1)[0]
+    texts: list[str] = []
+    for line in new.splitlines():
+        said = line.removeprefix("user: ").strip() if line.startswith("user: ") else ""
+        fact = STATED.get(said)
+        if fact is not None and json.dumps(fact.text) not in existing and fact.text not in texts:
+            texts.append(fact.text)
+    return {"memory": [{"id": str(number), "text": text} for number, text in enumerate(texts)]}
 
 
 def extract(prompt: str) -> list[dict[str, Any]]:

@@ -3,6 +3,8 @@ conversation burst, side by side, on one replayed conversation.
 
     .venv/bin/python bench/learning_cost.py              # idle 30 s, the default
     .venv/bin/python bench/learning_cost.py --idle 60
+    .venv/bin/python bench/learning_cost.py --mem0-venv /tmp/mem0-venv   # keep mem0's venv
+    .venv/bin/python bench/learning_cost.py --no-mem0
 
 Four users talk at once, messages seconds apart, hours between their conversations
 (bench/learning_conversation.py); they state facts, repeat them and contradict them.
@@ -10,7 +12,14 @@ Each mode replays it on a virtual clock (ManualClock) against the scripted model
 the real ``openai`` SDK, with a fresh SQLite file, the standard chain and an agent with
 two routes. Printed: LLM requests per turn by purpose, prompt tokens per turn, each
 user's final active facts. Exits 1 when the two modes end with different active facts.
-mem0's count is not part of this bench.
+
+Beside them, mem0 (in a throwaway venv, bench/mem0_driver.py): one ``Memory.add`` with
+``infer=True`` per turn, of the turn's exchange (the user's message and the reply), with
+its OpenAI LLM and embedder pointed at the same scripted model over loopback HTTP and
+its local Qdrant in a temporary folder. mem0 answers no turn, so it makes no reply,
+route or recall request; every embeddings request its ``add`` makes counts as learning.
+Plain ``mem0ai`` is installed, without its ``nlp`` extra (spaCy), so its ``add`` links no
+entities: with it, an ``add`` that stores memories makes one more embeddings request.
 """
 
 from __future__ import annotations
@@ -24,8 +33,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from benchkit import markdown_table
-from learning_conversation import CONVERSATIONS, answer, timeline
+from benchkit import markdown_table, mem0_process, mem0_venv
+from learning_conversation import CONVERSATIONS, REPLY, answer, answer_mem0, timeline
 
 from liz.agent import BaseAgent
 from liz.bootstrap import build_framework, open_runtime
@@ -55,6 +64,7 @@ class Outcome:
     prompt_tokens: Counter[str]
     facts: dict[str, list[str]]
     retired: dict[str, list[str]]  # no longer true, kept in history
+    absent: frozenset[str] = frozenset()  # purposes the mode never asks for
 
 
 def purpose(request: RecordedRequest) -> str:
@@ -140,16 +150,37 @@ async def replay(mode: str, idle: float, folder: Path) -> Outcome:
     return Outcome(mode, len(timeline()), calls, tokens, facts, retired)
 
 
+def run_mem0(venv: Path, folder: Path) -> Outcome:
+    """mem0's ``add`` (``infer=True``) once per turn, against the scripted model."""
+    scripted = ScriptedOpenAI(embedding_dim=256)
+    scripted.respond_with(answer_mem0)
+    turns = [[user, text, REPLY] for _, user, text in timeline()]
+    with scripted.serve() as base_url, mem0_process(venv, folder) as ask:
+        version = ask(op="open", base_url=base_url, dim=256, folder=str(folder))["version"]
+        memories = ask(op="learn", turns=turns)["memories"]
+    calls: Counter[str] = Counter()
+    tokens: Counter[str] = Counter()
+    for request in scripted.requests:
+        kind = "embed: learning" if request.path.endswith("/embeddings") else "extract"
+        calls[kind] += 1
+        if kind == "extract":
+            tokens[kind] += word_count(request.prompt)
+    absent = frozenset(("reply", "route", "embed: recall"))
+    empty: dict[str, list[str]] = {user: [] for user in CONVERSATIONS}
+    facts = {**empty, **memories}
+    return Outcome(f"mem0 {version} add", len(turns), calls, tokens, facts, empty, absent)
+
+
 def table(outcomes: list[Outcome]) -> str:
     header = ["mode", *(f"{p} /turn" for p in PURPOSES), "learning calls /turn"]
     header += ["learning prompt tokens /turn", "all prompt tokens /turn"]
     rows = []
     for o in outcomes:
-        per = [f"{o.calls[p] / o.turns:.2f}" for p in PURPOSES]
+        per = ["—" if p in o.absent else f"{o.calls[p] / o.turns:.2f}" for p in PURPOSES]
         learning = sum(o.calls[p] for p in LEARNING) / o.turns
         learning_tokens = sum(o.prompt_tokens[p] for p in LEARNING) / o.turns
-        every = sum(o.prompt_tokens.values()) / o.turns
-        rows.append([o.mode, *per, f"{learning:.2f}", f"{learning_tokens:.0f}", f"{every:.0f}"])
+        every = "—" if o.absent else f"{sum(o.prompt_tokens.values()) / o.turns:.0f}"
+        rows.append([o.mode, *per, f"{learning:.2f}", f"{learning_tokens:.0f}", every])
     return markdown_table(header, rows)
 
 
@@ -180,16 +211,23 @@ async def main() -> int:
     parser.add_argument(
         "--idle", type=float, default=30.0, help="LIZ_LEARN_AFTER_IDLE of the burst mode"
     )
+    parser.add_argument("--no-mem0", action="store_true", help="count liz's two modes only")
+    parser.add_argument("--mem0-venv", type=Path, help="reuse (or keep) mem0's venv here")
     args = parser.parse_args()
+    mem0: Outcome | None = None
     with tempfile.TemporaryDirectory(prefix="liz-learning-cost-") as folder:
         each = await replay("per message (idle 0)", 0.0, Path(folder))
         burst = await replay(f"per burst (idle {args.idle:g} s)", args.idle, Path(folder))
+        if not args.no_mem0:
+            venv = mem0_venv(Path(folder), args.mem0_venv)
+            (Path(folder) / "mem0").mkdir()
+            mem0 = await asyncio.to_thread(run_mem0, venv, Path(folder) / "mem0")
     bursts = burst.calls["extract"]
     print(
         f"{each.turns} turns, {len(CONVERSATIONS)} users, messages seconds apart; "
         f"{bursts} bursts learned, {each.turns / max(bursts, 1):.1f} messages each:\n"
     )
-    print(table([each, burst]))
+    print(table([each, burst] if mem0 is None else [each, burst, mem0]))
     print("\nAgainst the targets:\n")
     rows = [[line, "met" if met else "missed"] for line, met in targets(each, burst)]
     print(markdown_table(["per burst", "target"], rows))
@@ -201,6 +239,8 @@ async def main() -> int:
         print(f"  {user}, history: {'; '.join(burst.retired[user])}")
         if each.retired[user] != burst.retired[user]:
             print(f"  {user}, history per message: {'; '.join(each.retired[user])}")
+        if mem0 is not None:
+            print(f"  {user}, mem0's memories: {'; '.join(mem0.facts[user])}")
     return 0 if each.facts == burst.facts else 1
 
 

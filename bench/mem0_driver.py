@@ -1,4 +1,5 @@
-"""Drives mem0 for bench/memory.py, inside the throwaway venv that holds mem0ai.
+"""Drives mem0 for bench/memory.py and bench/learning_cost.py, inside the throwaway venv
+that holds mem0ai.
 
 One JSON request per stdin line, one JSON answer per stdout line:
 
@@ -6,11 +7,14 @@ One JSON request per stdin line, one JSON answer per stdout line:
     {"op": "seed", "texts": "facts.json", "vectors": "vectors.npy", "count": 10000}
     {"op": "store", "texts": [...]}       -> {"seconds": [...]}  (add, infer=False)
     {"op": "search", "queries": [...], "budget": 20}  -> {"seconds": [...], "top": [...]}
+    {"op": "learn", "turns": [[user, said, reply], ...]}  -> {"memories": {user: [...]}}
 
 mem0 runs with its embedded default vector store (Qdrant, local) and its OpenAI
 embedder pointed at the scripted server; telemetry is off (MEM0_TELEMETRY=False).
-Seeding writes the vector store in batches, as mem0's own add would one by one
-(same payload), so only the measured operations go through ``Memory.add``.
+"learn" adds each turn's exchange with ``infer=True``, as mem0's docs show, one add per
+turn, then lists every user's memories. Seeding writes the vector store in batches, as
+mem0's own add would one by one (same payload), so only the measured operations go
+through ``Memory.add``.
 """
 
 from __future__ import annotations
@@ -117,6 +121,17 @@ class Driver:
             seconds.append(time.perf_counter() - began)
         return {"seconds": seconds}
 
+    def learn(self, turns: list[list[str]]) -> dict[str, Any]:
+        for user, said, reply in turns:
+            exchange = [{"role": "user", "content": said}, {"role": "assistant", "content": reply}]
+            self.memory.add(exchange, user_id=user, infer=True)
+        memories = {}
+        for user in sorted({user for user, _, _ in turns}):
+            found = self.memory.get_all(filters={"user_id": user}, top_k=100)
+            listed = found.get("results", found) if isinstance(found, dict) else found
+            memories[user] = sorted(item["memory"] for item in listed)
+        return {"memories": memories}
+
     def search(self, queries: list[str], budget: float) -> dict[str, Any]:
         seconds: list[float] = []
         top = []
@@ -146,6 +161,8 @@ def main() -> None:
                 answer = driver.seed(request["texts"], request["vectors"], request["count"])
             elif op == "store":
                 answer = driver.store(request["texts"])
+            elif op == "learn":
+                answer = driver.learn(request["turns"])
             elif op == "search":
                 answer = driver.search(request["queries"], request.get("budget", 20.0))
             else:

@@ -18,17 +18,22 @@ import importlib
 import inspect
 import json
 import os
-import subprocess
-import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import ExitStack, contextmanager, suppress
+from collections.abc import Sequence
+from contextlib import ExitStack, suppress
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from benchkit import markdown_table, new_postgres_database, p50_p95_ms, postgres_server
+from benchkit import (
+    markdown_table,
+    mem0_process,
+    mem0_venv,
+    new_postgres_database,
+    p50_p95_ms,
+    postgres_server,
+)
 from memory_facts import QUERIES, facts
 from openai import AsyncOpenAI
 from pydantic_settings import BaseSettings
@@ -190,45 +195,6 @@ async def settle(engine: Any) -> None:
     os.sync()
 
 
-@contextmanager
-def mem0_process(venv: Path, folder: Path) -> Iterator[Any]:
-    log = (folder / "mem0.log").open("wb")
-    process = subprocess.Popen(
-        [str(venv / "bin" / "python"), str(BENCH / "mem0_driver.py")],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=log,
-        text=True,
-        env={**os.environ, "MEM0_TELEMETRY": "False", "PYTHONPATH": ""},
-    )
-
-    def ask(**request: Any) -> Any:
-        assert process.stdin is not None and process.stdout is not None
-        process.stdin.write(json.dumps(request) + "\n")
-        process.stdin.flush()
-        line = process.stdout.readline()
-        if not line:
-            raise RuntimeError(f"mem0 driver stopped; see {folder / 'mem0.log'}")
-        answer = json.loads(line)
-        if "error" in answer:
-            raise RuntimeError(f"mem0 driver: {answer['error']}")
-        return answer
-
-    try:
-        yield ask
-    finally:
-        if process.poll() is None:
-            ask_quit = json.dumps({"op": "quit"}) + "\n"
-            try:
-                assert process.stdin is not None
-                process.stdin.write(ask_quit)
-                process.stdin.flush()
-                process.wait(timeout=30)
-            except (OSError, subprocess.TimeoutExpired):
-                process.kill()
-        log.close()
-
-
 def run_mem0(
     venv: Path, folder: Path, base_url: str, texts_path: Path, vectors_path: Path, dim: int,
     texts: list[str], sizes: list[int],
@@ -247,17 +213,6 @@ def run_mem0(
             stores = ask(op="store", texts=[next(extra) for _ in range(STORES)])["seconds"]
             found[size] = (stores, searches)
     return version, found
-
-
-def mem0_venv(folder: Path, reuse: Path | None) -> Path:
-    if reuse is not None and (reuse / "bin" / "python").exists():
-        return reuse
-    venv = reuse or folder / "mem0-venv"
-    print(f"installing mem0ai into {venv} (a venv of its own) ...", flush=True)
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet"]
-    subprocess.run([*pip, "mem0ai"], check=True, env={**os.environ, "MEM0_TELEMETRY": "False"})
-    return venv
 
 
 def embeddings(texts: list[str], dim: int, path: Path) -> np.ndarray:

@@ -74,7 +74,12 @@ BENCHES = [
         "learning after each reply (`LIZ_LEARN_AFTER_IDLE=0`) against learning per burst "
         "(the default), on a virtual clock; both end with the same active facts. Learning's "
         "cost per turn is about one extraction, one embeddings request and at most one "
-        "reconcile call divided by the messages in a burst.",
+        "reconcile call divided by the messages in a burst. Beside them, mem0's "
+        "`Memory.add(..., infer=True)` once per turn on the same exchanges (the user's "
+        "message and the reply), in a venv of its own, against the same scripted model: it "
+        "answers no turn, so it has no reply, route or recall column, and every embeddings "
+        "request of its `add` counts as learning. It only adds: a contradicted fact stays "
+        "beside the new one.",
     ),
     Bench(
         "cli_startup.py",
