@@ -154,6 +154,10 @@ DECISIONS = """## Design decisions and their measured reasons
   quarter fewer requests were sent.
 - **Learning waits for a lull in the turns**: it takes more CPU than the turn it learns
   from, so a burst is answered first and learned from right after.
+- **Learning waits for the conversation to go quiet** (`LIZ_LEARN_AFTER_IDLE`): one
+  extraction, one embeddings request and at most one reconcile call per burst instead of
+  per message; in the Learning cost table, learning's LLM calls per turn fell from 1.16 to
+  0.15 and its prompt tokens per turn from 298 to 61, with the same facts in the end.
 - **The conversation's lines are formatted once per message** (an LRU cache): rendering
   `context.j2` with 100 messages took 1.3 ms, 0.16 ms with the cache.
 - **LLM requests use the SDK's aiohttp transport**: a chat call and a query embedding cost
