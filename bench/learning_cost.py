@@ -158,6 +158,10 @@ def run_mem0(venv: Path, folder: Path) -> Outcome:
     with scripted.serve() as base_url, mem0_process(venv, folder) as ask:
         version = ask(op="open", base_url=base_url, dim=256, folder=str(folder))["version"]
         memories = ask(op="learn", turns=turns)["memories"]
+    if not all(memories.get(user) for user in CONVERSATIONS):
+        # Every user states facts: an empty list means mem0 asked what answer_mem0 does not
+        # answer (another version's prompts) and carried on, so its counts would mislead.
+        raise SystemExit(f"mem0 {version} kept no memory for some user; see {folder / 'mem0.log'}")
     calls: Counter[str] = Counter()
     tokens: Counter[str] = Counter()
     for request in scripted.requests:
