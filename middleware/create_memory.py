@@ -64,9 +64,12 @@ async def create_memory(req: AgentRequest, res: AgentResponse, next: Next) -> No
     if not learn and not spent:
         await store_memory(engine, reply)
         return
-    statements = [insert_statement(reply), *spent]
+    statements = [insert_statement(reply)]
     if learn:
         statements.append(_turn_over(req, said, reply.id))
+    # The queue's rows before the usage rows, the order learning's own transaction takes
+    # them in: the other order deadlocks a reply against a learning job on PostgreSQL.
+    statements.extend(spent)
     async with connect(engine) as db:
         await db.commit(*statements)
     usage.stored = len(usage.calls)
