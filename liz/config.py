@@ -40,8 +40,8 @@ class Settings(BaseSettings):
     learning: LearningSettings = Field(default_factory=LearningSettings)
 
     database_url: str = "sqlite+aiosqlite:///./liz.db"
-    # Ten kept: a turn with facts on holds one or two at once, for longer when the
-    # embeddings endpoint is slow; an overflow connection is closed as it comes back.
+    # Ten kept: a turn with facts on holds one or two at once, each for a few statements;
+    # an overflow connection is closed as it comes back.
     db_pool_size: int = 10
     db_max_overflow: int = 10
     db_pool_timeout: float = 30.0

@@ -148,10 +148,13 @@ def read_engine(engine: AsyncEngine) -> AsyncEngine:
 
 def _add_reader(engine: AsyncEngine, url: URL, settings: Settings) -> None:
     # Every connection is kept: opening one (a thread, the pragmas) costs more than a read.
+    # The last returned is taken first, so a light load keeps to few threads, which would
+    # otherwise all take turns for the GIL.
     reader = _create_async_engine(
         url,
         echo=settings.db_echo,
         pool_size=settings.db_pool_size + settings.db_max_overflow,
+        pool_use_lifo=True,
         max_overflow=0,
         pool_timeout=settings.db_pool_timeout,
         **_NO_RESET_ON_RETURN,

@@ -31,11 +31,11 @@ _INSERT_HISTORY = insert(HISTORIES).returning(HISTORY.id, sort_by_parameter_orde
 
 @dataclass(frozen=True)
 class Nearest:
-    """A vector lookup: the scope's ``limit`` active facts most similar to ``vector``
-    (which may still be on its way), at least ``threshold`` similar."""
+    """A vector lookup: the scope's ``limit`` active facts most similar to ``vector``,
+    at least ``threshold`` similar."""
 
     scope: Scope
-    vector: Vector | asyncio.Future[Vector]
+    vector: Vector
     model: str
     limit: int
     threshold: float
@@ -147,24 +147,23 @@ class SessionStorage(ABC):
     async def search(self, query: Query) -> list[Fact]:
         # Keyword hits count whatever their similarity (that is their point).
         scope, candidates = query.scope, candidates_for(query.limit)
+        terms = keyword_terms(query.text)
+        # A scope seen holding facts asks for the embedding beside its first read.
+        embedding = query.embed() if scope in self._holding else None
         async with self.reads() as session:
             cap = max(COMMON_WORD_FACTS, candidates)
-            terms = keyword_terms(query.text)
-            # A scope seen holding facts asks for the embedding beside its first read.
-            vector = query.embed() if scope in self._holding else None
             active, matches = await self.term_matches(session, scope, terms, cap=cap)
-            self._seen(scope, active)
-            if not active:
-                return []  # the store cancels an embedding asked for
-            if vector is None:
-                vector = query.embed()
-            ranks = Ranks.by_keywords(matches, candidates)
+        self._seen(scope, active)
+        if not active:
+            return []  # the store cancels an embedding asked for
+        # Awaited with no connection held: a slow embeddings endpoint keeps none busy.
+        vector = await (embedding or query.embed())
+        ranks = Ranks.by_keywords(matches, candidates)
+        async with self.reads() as session:
             wider = Nearest(scope, vector, query.model, candidates, query.threshold)
             ranks.add_vector_ranking(await self.vector_candidates(session, wider))
             if missing := ranks.missing:
-                found = await self.similarities(
-                    session, scope, missing, await vector, model=query.model
-                )
+                found = await self.similarities(session, scope, missing, vector, model=query.model)
                 ranks.similarities.update(found)
             chosen = ranks.chosen(query.limit)
             return ranks.found(chosen, await facts_by_id(session, scope, chosen))

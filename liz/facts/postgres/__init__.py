@@ -15,7 +15,6 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
-import numpy as np
 from sqlalchemy import Boolean, TableClause, TextClause, column, insert, table, text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
@@ -189,7 +188,6 @@ class PostgresFacts(SessionStorage):
         self._engine = engine
         self._exact_components = exact_components
         self._prepared: set[int] = set()
-        self.dimensions: dict[str, int] = {}  # each embedding model's, as last searched
         self.indexing = BackgroundIndexing(engine, clock=clock)
 
     async def prepare_dimension(self, dimension: int) -> None:
@@ -269,26 +267,13 @@ class PostgresFacts(SessionStorage):
         scope, model, query = lookup.scope, lookup.model, lookup.vector
         limit, threshold = lookup.limit, lookup.threshold
         wanted = limit + TIE_MARGIN
-        # With the model's dimension known from an earlier search, the plan is read while
-        # the embedding is on its way.
-        known = None if isinstance(query, np.ndarray) else self.dimensions.get(model)
-        if known is None:
-            vector = query if isinstance(query, np.ndarray) else await query
-            dimension = int(vector.size)
-            bounds, active = await self._plan(session, scope, wanted, dimension)
-        else:
-            dimension = known
-            bounds, active = await self._plan(session, scope, wanted, dimension)
-            vector = query if isinstance(query, np.ndarray) else await query
-        if vector.size != dimension:  # the model's dimension changed: plan again
-            dimension = int(vector.size)
-            bounds, active = await self._plan(session, scope, wanted, dimension)
-        self.dimensions[model] = dimension
+        dimension = int(query.size)
+        bounds, active = await self._plan(session, scope, wanted, dimension)
         if not models_agree(bounds, model, dimension):
             raise models_mismatch(scope, await stored_models(session, scope), model, dimension)
         if not active:
             return []
-        values = {"query": vector.tolist(), "agent": scope[0], "user": scope[1], "limit": wanted}
+        values = {"query": query.tolist(), "agent": scope[0], "user": scope[1], "limit": wanted}
 
         async def search(graph: bool) -> tuple[list[Candidate], list[Candidate]]:
             return split_parts(await session.execute(vector_search(dimension, graph=graph), values))

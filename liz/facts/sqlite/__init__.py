@@ -110,8 +110,6 @@ class SqliteFacts(SessionStorage):
 
     async def vector_candidates(self, session: AsyncSession, wanted: Nearest) -> list[Candidate]:
         vector = wanted.vector
-        if not isinstance(vector, np.ndarray):
-            vector = await vector
         vectors = await self._vectors(session, wanted.scope, wanted.model, vector.size)
         return best_candidates(vectors, vector, limit=wanted.limit, threshold=wanted.threshold)
 
