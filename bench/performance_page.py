@@ -136,11 +136,16 @@ DECISIONS = """## Design decisions and their measured reasons
 - **Large scopes of long vectors are ranked by sign bits first**: past about 2,600 facts
   of 1536 dimensions a full scan is bound by memory speed (45 ms at 100k), the sign-bit
   pass about 7 ms.
-- **A PostgreSQL scope small enough to compare in full is held in the serving process**:
-  it saved a read after the embedding came, 1.0 ms of a 3.5 ms recall.
 - **The statements every turn runs go straight to the driver**: through SQLAlchemy a
   statement cost four hops to SQLite's thread, and those hops were most of a turn's
   database cost.
+- **Every SQLAlchemy statement on SQLite is one hop** (`liz/db/sqlite_cursor.py`), where
+  the aiosqlite adapter made four: a read session of one statement went from 0.75 to
+  0.50 ms of CPU, of three statements from 1.55 to 0.84 ms; a turn with facts on, from
+  10.4 to 9.4 ms at 16 in flight (`bench/pipeline.py --compare`, one run).
+- **A facts search holds no connection while its query's embedding is out**: it reads
+  the keyword matches, lets the connection go, and reads again once the vector came. A
+  slow embeddings endpoint no longer keeps a connection per search busy.
 - **On PostgreSQL a store leaves the HNSW graph to a background step**: inserting a vector
   into the graph cost 2.5 to 4.5 ms, most of a store.
 - **Embeddings stay in the row** (migrations `0009`, `0011`): stored out of line, an exact

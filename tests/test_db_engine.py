@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 from sqlalchemy import func, select, text
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
@@ -232,3 +232,29 @@ async def test_sqlite_writer_cancelled_mid_transaction_leaves_nothing_and_blocks
     async with sessions() as session:
         rows = await session.scalars(select(MemoryRecord.content))
         assert sorted(rows) == ['{"text": "queued 0"}', '{"text": "queued 2"}']
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+async def test_sqlite_statements_tell_rows_counts_ids_and_errors_as_sqlalchemy_does(
+    engine: AsyncEngine,
+) -> None:
+    # Each statement makes one call on SQLite's thread (liz.db.sqlite_cursor); what a
+    # caller reads of it is what the driver's own cursor would tell.
+    async with engine.begin() as connection:
+        await connection.execute(text("CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT UNIQUE)"))
+        inserted = await connection.execute(text("INSERT INTO t (name) VALUES ('a')"))
+        assert inserted.lastrowid == 1
+        many = await connection.execute(
+            text("INSERT INTO t (name) VALUES (:name)"), [{"name": "b"}, {"name": "c"}]
+        )
+        assert many.rowcount == 2
+        updated = await connection.execute(text("UPDATE t SET name = name || '!' WHERE id > 1"))
+        assert updated.rowcount == 2
+        rows = (await connection.execute(text("SELECT id, name FROM t ORDER BY id"))).all()
+        assert [tuple(row) for row in rows] == [(1, "a"), (2, "b!"), (3, "c!")]
+    with pytest.raises(IntegrityError, match="UNIQUE"):
+        async with engine.begin() as connection:
+            await connection.execute(text("INSERT INTO t (name) VALUES ('d')"))
+            await connection.execute(text("INSERT INTO t (name) VALUES ('a')"))
+    async with engine.connect() as connection:  # rolled back whole; the connection still works
+        assert await connection.scalar(text("SELECT count(*) FROM t")) == 3

@@ -1,10 +1,10 @@
 """The few statements every turn runs, sent straight to the driver (aiosqlite or asyncpg).
 
-Through SQLAlchemy a statement costs four hops to SQLite's thread (a cursor, the
-statement, its rows, the cursor closed), a transaction two more (``BEGIN``,
-``COMMIT``), and a session its own bookkeeping on top: together most of a turn's
-database cost. Here a statement costs one hop, or one round trip to PostgreSQL, and
-statements committed together (:meth:`Driver.commit`) one hop in all on SQLite.
+Through a SQLAlchemy session a statement costs the session's and the result's
+bookkeeping on top of its hop to SQLite's thread (liz.db.sqlite_cursor), and a
+transaction two hops more (``BEGIN``, ``COMMIT``). Here a statement costs one hop, or
+one round trip to PostgreSQL, and statements committed together
+(:meth:`Driver.commit`) one hop in all on SQLite.
 
 The connection still comes from the engine's pool, so a SQLite write still waits its
 turn for the process's one writing connection; a transaction begins with ``BEGIN

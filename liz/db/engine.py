@@ -20,6 +20,7 @@ from sqlalchemy.util import await_
 from liz.config import Settings
 from liz.db.driver import AIOSQLITE_RUNS_FUNCTIONS
 from liz.db.health import reopen_after_read_only
+from liz.db.sqlite_cursor import one_hop_dbapi
 from liz.db.url import asyncpg_connect_args, describe, normalize_database_url
 from liz.errors import UsageError
 
@@ -62,7 +63,7 @@ def create_engine(
         if pooled and file:
             kwargs.update(pool_size=1, max_overflow=0, pool_timeout=settings.db_pool_timeout)
             kwargs.update(_NO_RESET_ON_RETURN)
-        engine = _create_async_engine(normalized, **kwargs)
+        engine = _create_async_engine(normalized, **kwargs, **_one_hop(normalized))
         _tune_sqlite(engine, begin="BEGIN IMMEDIATE")
         if pooled and file:
             _add_reader(engine, normalized, settings)
@@ -146,6 +147,13 @@ def read_engine(engine: AsyncEngine) -> AsyncEngine:
     return _readers.get(engine.sync_engine, engine)
 
 
+def _one_hop(url: URL) -> dict[str, Any]:
+    """aiosqlite's adapter with one hop to SQLite's thread a statement (liz.db.sqlite_cursor)."""
+    if url.get_driver_name() == "aiosqlite" and AIOSQLITE_RUNS_FUNCTIONS:
+        return {"module": one_hop_dbapi()}
+    return {}
+
+
 def _add_reader(engine: AsyncEngine, url: URL, settings: Settings) -> None:
     # Every connection is kept: opening one (a thread, the pragmas) costs more than a read.
     # The last returned is taken first, so a light load keeps to few threads, which would
@@ -158,6 +166,7 @@ def _add_reader(engine: AsyncEngine, url: URL, settings: Settings) -> None:
         max_overflow=0,
         pool_timeout=settings.db_pool_timeout,
         **_NO_RESET_ON_RETURN,
+        **_one_hop(url),
     )
     _tune_sqlite(reader, begin="BEGIN", read_only=True)
     _readers[engine.sync_engine] = reader
