@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from liz.errors import LLMError
 from liz.facts.shared_embedding import SharedEmbedding
 from liz.facts.vectors import embed
 from liz.learning_queue.health import learning_backlog
@@ -184,3 +185,34 @@ async def test_seats_share_one_request_once_all_have_asked_or_left(
         ["User c"],
         ["User d"],
     ]
+
+
+async def test_a_shared_request_that_fails_fails_each_seat_as_its_own_would(
+    scripted: ScriptedOpenAI, llm: LLMClient
+) -> None:
+    shared = SharedEmbedding()
+    ann, bob = shared.seat(), shared.seat()
+    scripted.fail_next(503, times=10)  # down for every try the client makes
+    answers = await asyncio.gather(
+        ann.embed(llm, ["User keeps bees"]),
+        bob.embed(llm, ["User plays the cello"]),
+        return_exceptions=True,
+    )
+    assert [type(answer) for answer in answers] == [LLMError, LLMError]
+    assert all(isinstance(answer, LLMError) and answer.upstream_status == 503 for answer in answers)
+    assert {len(request.inputs) for request in scripted.embedding_requests} == {2}
+
+
+async def test_a_shared_request_refused_for_its_content_is_sent_again_per_seat(
+    scripted: ScriptedOpenAI, llm: LLMClient
+) -> None:
+    shared = SharedEmbedding()
+    ann, bob = shared.seat(), shared.seat()
+    scripted.fail_next(400)  # as an endpoint refuses a text it cannot take
+    vectors = await asyncio.gather(
+        ann.embed(llm, ["User keeps bees"]), bob.embed(llm, ["User plays the cello"])
+    )
+    assert [len(each) for each in vectors] == [1, 1]
+    together, *alone = [request.inputs for request in scripted.embedding_requests]
+    assert together == ["User keeps bees", "User plays the cello"]
+    assert sorted(alone) == [["User keeps bees"], ["User plays the cello"]]
