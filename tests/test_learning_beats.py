@@ -114,6 +114,23 @@ async def test_a_burst_is_learned_at_the_first_beat_once_quiet_not_before(
     assert await world.facts_of("ann") == [fact_text("I keep bees")]
 
 
+async def test_another_process_learns_a_quiet_burst_at_the_same_beat(
+    engine: AsyncEngine, llm: LLMClient, brain: Brain, database_url: str
+) -> None:
+    gathering = world_on(engine, llm, brain, database_url)
+    await to(gathering, 5)
+    await gathering.say("ann", "I keep bees")  # quiet from 09:00:35: the beat at :45
+    other = world_on(engine, llm, brain, database_url)  # its own clock, at 09:00:00
+    await other.later(seconds=40)
+    assert brain.extractions == []  # the queue's job is due at the beat too
+    await other.later(seconds=5)
+    assert brain.extractions == [["I keep bees"]]
+    await gathering.runtime.learning.stop()  # its burst is drained: already learned
+    await gathering.settle()
+    assert brain.extractions == [["I keep bees"]]
+    assert await other.facts_of("ann") == [fact_text("I keep bees")]
+
+
 async def test_a_new_message_moves_the_burst_to_a_later_beat_alone(
     world: World, brain: Brain, scripted: ScriptedOpenAI
 ) -> None:
