@@ -10,8 +10,11 @@ Four users talk at once, messages seconds apart, hours between their conversatio
 (bench/learning_conversation.py); they state facts, repeat them and contradict them.
 Each mode replays it on a virtual clock (ManualClock) against the scripted model over
 the real ``openai`` SDK, with a fresh SQLite file, the standard chain and an agent with
-two routes. Printed: LLM requests per turn by purpose, prompt tokens per turn, each
-user's final active facts. Exits 1 when the two modes end with different active facts.
+two routes. Per burst, the clock stops at each beat where a burst is due (the first beat
+once its user has been quiet the idle time: liz.learning_queue.beats), so the bursts of
+users due at the same beat share one embeddings request, as they would in a process.
+Printed: LLM requests per turn by purpose, prompt tokens per turn, each user's final
+active facts. Exits 1 when the two modes end with different active facts.
 
 Beside them, mem0 (in a throwaway venv, bench/mem0_driver.py): one ``Memory.add`` with
 ``infer=True`` per turn, of the turn's exchange (the user's message and the reply), with
@@ -30,7 +33,7 @@ import sys
 import tempfile
 from collections import Counter
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from benchkit import markdown_table, mem0_process, mem0_venv
@@ -42,6 +45,7 @@ from liz.character import Character
 from liz.config import Settings
 from liz.db.migrate import upgrade_async
 from liz.facts.settings import FactSettings
+from liz.learning_queue.beats import learn_at
 from liz.learning_queue.settings import LearningSettings
 from liz.routes import Route, conversation, converse
 from liz.runtime import Runtime
@@ -117,21 +121,28 @@ async def replay(mode: str, idle: float, folder: Path) -> Outcome:
         open_runtime(settings, llm_client=llm, clock=clock) as rt,
     ):
         framework = build_framework(rt)
-        last: dict[str, float] = {}  # each user's latest message, while their burst gathers
+        start = clock.now()
+
+        def learned_at(said_at: float) -> float:
+            """When a burst whose newest message came then is learned (at its beat)."""
+            at = learn_at(start + timedelta(seconds=said_at), idle)
+            return (at - start).total_seconds()
+
+        due: dict[str, float] = {}  # when each user's burst is learned, while it gathers
         for at, user, text in timeline():
-            for due in sorted({t + idle for t in last.values() if t + idle <= at}):
-                await clock.advance(seconds=due - now)  # a burst gone quiet is learned
-                now = due
-                last = {u: t for u, t in last.items() if t + idle > now}
-                await settled(rt, gathering=len(last))
+            for beat in sorted({d for d in due.values() if d <= at}):
+                await clock.advance(seconds=beat - now)  # the bursts due at the beat are learned
+                now = beat
+                due = {u: d for u, d in due.items() if d > now}
+                await settled(rt, gathering=len(due))
             await clock.advance(seconds=at - now)
             now = at
             said = InputObject(agent_id=AGENT, user_id=user, room_id=f"room-{user}", text=text)
             await framework.process(said, agent)
-            last[user] = at
-            last = {u: t for u, t in last.items() if t + idle > now}
-            await settled(rt, gathering=len(last))
-        await clock.advance(seconds=idle)
+            due[user] = learned_at(at)
+            due = {u: d for u, d in due.items() if d > now}
+            await settled(rt, gathering=len(due))
+        await clock.advance(seconds=max(due.values(), default=now) - now)
         await rt.background.drain()
         assert rt.facts is not None
         facts: dict[str, list[str]] = {}

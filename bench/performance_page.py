@@ -74,7 +74,8 @@ BENCHES = [
         "learning after each reply (`LIZ_LEARN_AFTER_IDLE=0`) against learning per burst "
         "(the default), on a virtual clock; both end with the same active facts. Learning's "
         "cost per turn is about one extraction, one embeddings request and at most one "
-        "reconcile call divided by the messages in a burst. Beside them, mem0's "
+        "reconcile call divided by the messages in a burst; bursts of different users "
+        "learned at the same beat share their embeddings request. Beside them, mem0's "
         "`Memory.add(..., infer=True)` once per turn on the same exchanges (the user's "
         "message and the reply), in a venv of its own, against the same scripted model: it "
         "answers no turn, so it has no reply, route or recall column, and every embeddings "
@@ -163,6 +164,10 @@ DECISIONS = """## Design decisions and their measured reasons
   extraction, one embeddings request and at most one reconcile call per burst instead of
   per message; in the Learning cost table, learning's LLM calls per turn fell from 1.16 to
   0.15 and its prompt tokens per turn from 298 to 61, with the same facts in the end.
+- **Bursts due in the same window are learned at one beat** (every half of
+  `LIZ_LEARN_AFTER_IDLE`) and share one embeddings request: in the Learning cost table,
+  learning's embeddings requests per turn fell from 0.11 to 0.08, for facts learned at
+  most half the idle time later.
 - **The conversation's lines are formatted once per message** (an LRU cache): rendering
   `context.j2` with 100 messages took 1.3 ms, 0.16 ms with the cache.
 - **LLM requests use the SDK's aiohttp transport**: a chat call and a query embedding cost

@@ -2,8 +2,8 @@
 
 ``create_memory`` has queued the job of learning from the user's message in the
 message's own transaction; this step adds the exchange to its user's burst, learned
-together once the user has been quiet ``LIZ_LEARN_AFTER_IDLE`` seconds (0: at once),
-``LIZ_LEARN_BATCH`` have gathered, or the process stops (see
+together at the beat after the user has been quiet ``LIZ_LEARN_AFTER_IDLE`` seconds (0:
+at once), once ``LIZ_LEARN_BATCH`` have gathered, or when the process stops (see
 ``liz.learning_queue.bursts``); then as soon as no other turn is under way
 (``LIZ_LEARNING_QUIET_SECONDS``, waiting ``LIZ_LEARNING_MAX_DEFER_SECONDS`` at most), so a
 burst of turns is not slowed by learning. What it cannot finish the queue keeps: any liz

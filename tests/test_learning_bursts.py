@@ -222,7 +222,7 @@ async def test_health_and_the_users_facts_say_how_long_learning_has_waited(
     assert listed == {"facts": [], "learning": waiting | {"learnAfterIdleSeconds": IDLE}}
     assert others["learning"]["pending"] == 0
 
-    await quiet(world, IDLE)
+    await quiet(world, IDLE * 1.5)  # by the beat after the user has been quiet IDLE
     listed = await get_json(app, f"/agents/{AGENT}/users/ann/facts")
     assert listed["learning"]["pending"] == 0 and len(listed["facts"]) == 2
 

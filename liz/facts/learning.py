@@ -17,6 +17,7 @@ from liz.facts.normalize import fact_hash
 from liz.facts.queries import active_by_hash
 from liz.facts.reconcile import ShortIds, add_all, ask_for_plan, resolve_plan
 from liz.facts.settings import FactSettings
+from liz.facts.shared_embedding import Seat
 from liz.facts.storage import FactStorage, Nearest
 from liz.facts.vectors import Vector, embed
 from liz.facts.writes import Write, still_valid, touched
@@ -36,13 +37,16 @@ async def learn_facts(
     templates: PromptTemplates,
     settings: FactSettings,
     also: Sequence[ExtraStatement] = (),
+    seat: Seat | None = None,
 ) -> list[FactEvent]:
     """Deduplicate, reconcile with the LLM and write one add's facts in one transaction,
     whether they came from one message or several (each fact added keeps its own
     ``source_memory_id``; a fact said twice is credited to the first message saying it).
 
     What it reads to plan goes through ``reads`` (beside the writer); the commit
-    checks the plan again under the write lock and runs ``also`` after it.
+    checks the plan again under the write lock and runs ``also`` after it. The new
+    facts are embedded in ``seat``'s shared request when there is one; with nothing to
+    embed it leaves the seat at once.
     """
     scope = context.scope
     unique: dict[str, SourcedFact] = {}
@@ -58,8 +62,11 @@ async def learn_facts(
     ]
     fresh = [(digest, fact) for digest, fact in unique.items() if digest not in known]
     if not fresh:  # nothing to write: ``also`` in a transaction of its own
+        if seat is not None:
+            seat.leave()
         return events + (await _commit(storage, [], {}, context, also) if also else [])
-    vectors = await embed(llm, [found.fact.text for _, found in fresh])
+    texts = [found.fact.text for _, found in fresh]
+    vectors = await (embed(llm, texts) if seat is None else seat.embed(llm, texts))
     new_facts = [
         NewFact(
             found.fact.text,

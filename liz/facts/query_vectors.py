@@ -11,14 +11,11 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from liz.errors import LLMError
-from liz.facts.vectors import Vector, embed
+from liz.facts.embedding_groups import embed_groups
+from liz.facts.vectors import Vector
 
 if TYPE_CHECKING:
     from liz.llm import LLMClient
-
-# The endpoint refused the request for what it carried, not for who sent it or when.
-_REFUSED_FOR_CONTENT = frozenset({400, 413, 422})
 
 _Waiting = tuple[str, "asyncio.Future[Vector]"]
 
@@ -66,26 +63,15 @@ async def _answer(llm: LLMClient, batch: list[_Waiting]) -> None:
     """Embed the batch's texts and settle each future with its vector or the error."""
     futures = [future for _, future in batch]
     try:
-        vectors = await embed(llm, [text for text, _ in batch])
-    except LLMError as error:
-        if len(batch) > 1 and error.upstream_status in _REFUSED_FOR_CONTENT:
-            await asyncio.gather(*(_answer(llm, [waiting]) for waiting in batch))
-        else:
-            _settle(futures, error)
-        return
+        answers = await embed_groups(llm, [[text] for text, _ in batch])
     except asyncio.CancelledError:  # the loop is closing: the searches end too
         for future in futures:
             future.cancel()
         raise
-    except Exception as error:  # each search raises it: none is left waiting
-        _settle(futures, error)
-        return
-    for future, vector in zip(futures, vectors, strict=True):
-        if not future.done():
-            future.set_result(vector)
-
-
-def _settle(futures: list[asyncio.Future[Vector]], error: Exception) -> None:
-    for future in futures:
-        if not future.done():
-            future.set_exception(error)
+    for future, answer in zip(futures, answers, strict=True):
+        if future.done():
+            continue
+        if isinstance(answer, Exception):
+            future.set_exception(answer)
+        else:
+            future.set_result(answer[0])

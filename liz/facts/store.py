@@ -42,6 +42,7 @@ from liz.facts.queries import fact_history, facts_as_of, facts_by_id, list_facts
 from liz.facts.query_vectors import QueryVectors
 from liz.facts.reindex import reindex_facts
 from liz.facts.settings import FactSettings
+from liz.facts.shared_embedding import Seat
 from liz.facts.sqlite import SqliteFacts
 from liz.facts.storage import FactStorage, Query
 from liz.facts.vectors import Vector
@@ -121,11 +122,14 @@ class FactStore:
         *,
         agent_name: str = "the assistant",
         also: Sequence[ExtraStatement] = (),
+        seat: Seat | None = None,
     ) -> list[FactEvent]:
         """:meth:`add` for several exchanges of one user, oldest first: one extraction
         call, one embedding request for the new facts (one more for texts reconcile
         rewrote), at most one reconcile call, one transaction. Each fact added keeps the
-        ``source_memory_id`` of the exchange it came from.
+        ``source_memory_id`` of the exchange it came from. With ``seat``, the new facts
+        are embedded in the request shared by the others seated there
+        (liz.facts.shared_embedding); the seat is left once that is no longer needed.
 
         >>> await store.learn(
         ...     [Exchange("I keep bees", said_id), Exchange("I moved to Turku", moved_id)],
@@ -133,7 +137,7 @@ class FactStore:
         ... )
         """
         with memory_span("update_memory", agent_id):
-            events = await self._learn(exchanges, agent_id, user_id, agent_name, also)
+            events = await self._learn(exchanges, agent_id, user_id, agent_name, also, seat)
         count_events(events)
         return events
 
@@ -144,6 +148,7 @@ class FactStore:
         user_id: str,
         agent_name: str,
         also: Sequence[ExtraStatement],
+        seat: Seat | None,
     ) -> list[FactEvent]:
         await self.check()
         extracted = await extract_facts(
@@ -169,6 +174,7 @@ class FactStore:
                 templates=self.templates,
                 settings=self.settings,
                 also=also,
+                seat=seat,
             ),
         )
 

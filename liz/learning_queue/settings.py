@@ -24,8 +24,9 @@ class LearningSettings(BaseSettings):
     # Jobs tried at once by one process (each is a different user: a user's are in order).
     concurrency: int = Field(default=4, ge=1, le=64)
     # A user's messages are learned together once the conversation has been quiet this
-    # long (seconds): one extraction call, one embedding request and at most one
-    # reconcile call per burst instead of per message. 0: right after each reply.
+    # long (seconds), at the next beat (every half of it; see liz.learning_queue.beats):
+    # one extraction call, one embedding request and at most one reconcile call per burst
+    # instead of per message. 0: right after each reply.
     learn_after_idle: float = Field(default=30.0, ge=0, validation_alias="LIZ_LEARN_AFTER_IDLE")
     # ...or once this many are waiting, and never more than this many in one round.
     # (LIZ_LEARNING_BATCH_SIZE, its former name, is still read.)

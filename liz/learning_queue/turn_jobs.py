@@ -6,9 +6,10 @@ overhead.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from liz.db.driver import Bound, Statement
+from liz.learning_queue.beats import learn_at
 from liz.learning_queue.tables import PENDING
 from liz.observe.learning import current_traceparent
 from liz.types import Memory
@@ -18,11 +19,12 @@ _ENQUEUE = Statement.of(
     '"attempts", "nextAttemptAt", "createdAt", "updatedAt", "traceparent") '
     "VALUES ({}, {}, {}, {}, {}, 0, {}, {}, {}, {})"
 )
-# A turn's end makes its job due after the user's idle time, and the head of the user's
-# queue too: a run is claimed only when its head is due, so the burst is learned together
-# once the conversation goes quiet. With a batch waiting, every job whose turn is over is
-# due now. A job still waiting for its reply keeps its own time; one being retried keeps
-# its backoff. (Only the head: each turn rewrites two rows, not the whole burst.)
+# A turn's end makes its job due at the beat after the user's idle time (see
+# liz.learning_queue.beats), and the head of the user's queue too: a run is claimed only
+# when its head is due, so the burst is learned together once the conversation goes quiet.
+# With a batch waiting, every job whose turn is over is due now. A job still waiting for
+# its reply keeps its own time; one being retried keeps its backoff. (Only the head: each
+# turn rewrites two rows, not the whole burst.)
 _WAITING = (
     'SELECT {} FROM "LearningJob" AS "waiting" WHERE "waiting"."agentId" = {} '
     'AND "waiting"."userId" = {} AND "waiting"."status" = {}'
@@ -55,10 +57,10 @@ def reply_came_statement(
     said: Memory, reply_id: str | None, now: datetime, *, idle_seconds: float, batch: int
 ) -> Bound:
     """The statement saying the turn of ``said`` is over (``reply_id`` is the stored
-    reply, or None when it failed): its job and the head of the user's queue are due once
-    the user has been quiet ``idle_seconds``; every job whose turn is over is due now
-    when ``batch`` are waiting."""
-    later = now + timedelta(seconds=idle_seconds)
+    reply, or None when it failed): its job and the head of the user's queue are due at
+    the first beat once the user has been quiet ``idle_seconds``; every job whose turn is
+    over is due now when ``batch`` are waiting."""
+    later = learn_at(now, idle_seconds)
     agent, user = said.agent_id, said.user_id
     waiting = (agent, user, PENDING)
     return _REPLY_CAME.bind(

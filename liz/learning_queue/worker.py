@@ -25,6 +25,7 @@ from tenacity import wait_exponential
 from liz.background import BackgroundTasks
 from liz.facts.domain import Exchange, ExtraStatement, ExtraStatementMismatch
 from liz.learning_queue import jobs
+from liz.learning_queue.beats import Beats, learn_at
 from liz.learning_queue.bursts import Burst
 from liz.learning_queue.claims import Claims
 from liz.learning_queue.jobs import Job
@@ -43,6 +44,7 @@ from liz.turns import TurnsUnderWay
 from liz.types import Clock
 
 if TYPE_CHECKING:
+    from liz.facts.shared_embedding import Seat
     from liz.facts.store import FactStore
 
 logger = logging.getLogger(__name__)
@@ -78,6 +80,7 @@ class LearningWorker:
         self._active: set[asyncio.Task[None]] = set()  # rounds and bursts of said messages
         # Per user: the messages said here, gathering or waiting for the round under way.
         self._bursts: dict[tuple[str, str], Burst] = {}
+        self._beats = Beats()  # the bursts learned at each beat share an embeddings request
         self._drain = asyncio.Event()  # stopping: every burst is learned now
 
     @property
@@ -186,7 +189,7 @@ class LearningWorker:
             self._track(task)
         now = self._clock.now()
         # It waits for a lull in turns at most that long after its burst could be learned.
-        defer_until = now + timedelta(seconds=self.settings.learn_after_idle) + self._defer
+        defer_until = learn_at(now, self.settings.learn_after_idle) + self._defer
         said = Said(memory_id, exchange, attempts, wait_seconds, now, defer_until)
         if user is None:
             await self._learn_now_round([said])
@@ -201,20 +204,25 @@ class LearningWorker:
         settings = self.settings
         try:
             while burst.said:
-                await burst.gathered(
+                seat = await burst.gathered(
                     self._clock,
+                    self._beats,
                     idle_seconds=settings.learn_after_idle,
                     batch=settings.batch_size,
                     now=self._drain,
                 )
-                await self._learn_now_round(burst.take(settings.batch_size))
+                try:
+                    await self._learn_now_round(burst.take(settings.batch_size), seat)
+                finally:
+                    if seat is not None:  # however the round ended, nobody waits for it
+                        seat.leave()
         finally:
             del self._bursts[user]
         # Not after each round: a round started meanwhile would race this loop for the
         # user's next jobs. Now: anything else due (or left here by a stop).
         self.wake()
 
-    async def _learn_now_round(self, batch: Sequence[Said]) -> None:
+    async def _learn_now_round(self, batch: Sequence[Said], seat: Seat | None = None) -> None:
         await self._give_way(until=batch[0].defer_until)  # the oldest message's
         facts = self.facts
         if facts is None:
@@ -235,11 +243,20 @@ class LearningWorker:
         (run,) = runs
         work = [Claimed(job, held[job.memory_id]) for job in run]
         async with self.claims.kept(run):
-            await self._learn_with_retries(facts, work, batch[0].attempts, batch[0].wait_seconds)
+            await self._learn_with_retries(
+                facts, work, batch[0].attempts, batch[0].wait_seconds, seat
+            )
 
     async def _learn_with_retries(
-        self, facts: FactStore, work: Work, attempts: int, wait_seconds: float
+        self,
+        facts: FactStore,
+        work: Work,
+        attempts: int,
+        wait_seconds: float,
+        seat: Seat | None = None,
     ) -> None:
+        """Learn the claimed work, retrying; only the first try takes ``seat`` (a beat's
+        shared embeddings request): a retry goes alone."""
         claimed = jobs_of(work)
         together = len(work) > 1
 
@@ -265,7 +282,7 @@ class LearningWorker:
                         if not await self.claims.renew(claimed):
                             await self.claims.release(claimed)  # another worker took over
                             return
-                    await self._learn(facts, work)
+                    await self._learn(facts, work, seat if tries == 1 else None)
                     self.claims.succeeded(claimed)
         except AlreadyLearned:
             await self.claims.release(claimed)
@@ -375,7 +392,7 @@ class LearningWorker:
         self._active.add(task)
         task.add_done_callback(self._active.discard)
 
-    async def _learn(self, facts: FactStore, work: Work) -> None:
+    async def _learn(self, facts: FactStore, work: Work, seat: Seat | None = None) -> None:
         # The jobs are deleted in the facts' own transaction; a row already gone (another
         # worker learned the message) rolls the facts back.
         ids = [item.job.id for item in work]
@@ -392,7 +409,11 @@ class LearningWorker:
                     latest.user_id,
                     agent_name=latest.agent_name,
                     also=[finish, ExtraStatement(made_at_commit=spent.statements)],
+                    seat=seat,
                 )
             except ExtraStatementMismatch as exc:
                 raise AlreadyLearned(messages(jobs_of(work))) from exc
+            finally:
+                if seat is not None:  # failed before it asked: the others go on
+                    seat.leave()
             spent.committed()
