@@ -45,8 +45,7 @@ async def learn_facts(
 
     What it reads to plan goes through ``reads`` (beside the writer); the commit
     checks the plan again under the write lock and runs ``also`` after it. The new
-    facts are embedded in ``seat``'s shared request when there is one; with nothing to
-    embed it leaves the seat at once.
+    facts are embedded in ``seat``'s shared request, if given.
     """
     scope = context.scope
     unique: dict[str, SourcedFact] = {}
@@ -63,7 +62,7 @@ async def learn_facts(
     fresh = [(digest, fact) for digest, fact in unique.items() if digest not in known]
     if not fresh:  # nothing to write: ``also`` in a transaction of its own
         if seat is not None:
-            seat.leave()
+            seat.leave()  # before the commit: the others need not wait for it
         return events + (await _commit(storage, [], {}, context, also) if also else [])
     texts = [found.fact.text for _, found in fresh]
     vectors = await (embed(llm, texts) if seat is None else seat.embed(llm, texts))

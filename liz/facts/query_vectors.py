@@ -11,13 +11,10 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from liz.facts.embedding_groups import embed_groups
-from liz.facts.vectors import Vector
+from liz.facts.vectors import Group, Vector, embed_groups
 
 if TYPE_CHECKING:
     from liz.llm import LLMClient
-
-_Waiting = tuple[str, "asyncio.Future[Vector]"]
 
 
 class QueryVectors:
@@ -27,16 +24,17 @@ class QueryVectors:
         self.llm = llm
         self.requests_out = requests_out
         self.most_texts = most_texts
-        self._waiting: list[_Waiting] = []
+        self._waiting: list[Group] = []
         self._out = 0
         self._sending: set[asyncio.Task[None]] = set()  # held, so none is collected mid-way
 
     async def embed(self, text: str) -> Vector:
         """``text``'s embedding, in the next request that goes out."""
-        future: asyncio.Future[Vector] = asyncio.get_running_loop().create_future()
-        self._waiting.append((text, future))
+        future: asyncio.Future[list[Vector]] = asyncio.get_running_loop().create_future()
+        self._waiting.append(([text], future))
         self._send_if_free()
-        return await future
+        (vector,) = await future
+        return vector
 
     def _send_if_free(self) -> None:
         if self._out >= self.requests_out or not self._waiting:
@@ -50,28 +48,10 @@ class QueryVectors:
         try:
             # Texts asked for until this task runs (the rest of this pass) come along.
             await asyncio.sleep(0)
-            batch = [(text, future) for text, future in self._waiting if not future.done()]
+            batch = [(texts, future) for texts, future in self._waiting if not future.done()]
             batch, self._waiting = batch[: self.most_texts], batch[self.most_texts :]
             if batch:
-                await _answer(self.llm, batch)
+                await embed_groups(self.llm, batch)
         finally:
             self._out -= 1
             self._send_if_free()
-
-
-async def _answer(llm: LLMClient, batch: list[_Waiting]) -> None:
-    """Embed the batch's texts and settle each future with its vector or the error."""
-    futures = [future for _, future in batch]
-    try:
-        answers = await embed_groups(llm, [[text] for text, _ in batch])
-    except asyncio.CancelledError:  # the loop is closing: the searches end too
-        for future in futures:
-            future.cancel()
-        raise
-    for future, answer in zip(futures, answers, strict=True):
-        if future.done():
-            continue
-        if isinstance(answer, Exception):
-            future.set_exception(answer)
-        else:
-            future.set_result(answer[0])

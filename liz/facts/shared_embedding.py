@@ -1,10 +1,9 @@
 """One embeddings request shared by askers known in advance (the bursts learned at one
 beat, liz.learning_queue.beats), each taking a seat before the moment comes.
 
-A seat asks once, for its texts, or leaves; the request goes out as soon as every seat
-has asked or left, so nobody waits on a seat that will not ask. A seat asks alone once
-it has asked or left, and so does one taken after the request went out. The request is
-counted (liz.observe.usage) with the first asker's work, once.
+It goes out once every seat has asked or left, so nobody waits on a seat that will not
+ask; a seat that asked or left, or came late, asks alone. The request is counted
+(liz.observe.usage) with the first asker's work, once.
 """
 
 from __future__ import annotations
@@ -15,8 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from liz.facts.embedding_groups import embed_groups
-from liz.facts.vectors import Vector, embed
+from liz.facts.vectors import Vector, embed, embed_groups
 
 if TYPE_CHECKING:
     from liz.llm import LLMClient
@@ -72,20 +70,8 @@ class SharedEmbedding:
         self._sending = loop.create_task(self._send(first.llm), context=first.context)
 
     async def _send(self, llm: LLMClient) -> None:
-        waiting = [asked for asked in self._asked if not asked.future.done()]
-        try:
-            answers = await embed_groups(llm, [asked.texts for asked in waiting])
-        except asyncio.CancelledError:  # the loop is closing: the askers end too
-            for asked in waiting:
-                asked.future.cancel()
-            raise
-        for asked, answer in zip(waiting, answers, strict=True):
-            if asked.future.done():
-                continue
-            if isinstance(answer, Exception):
-                asked.future.set_exception(answer)
-            else:
-                asked.future.set_result(answer)
+        waiting = [(asked.texts, asked.future) for asked in self._asked]
+        await embed_groups(llm, [group for group in waiting if not group[1].done()])
 
     def _gave_up(self) -> None:
         """An asker stopped waiting (cancelled): stop the request if nobody waits."""

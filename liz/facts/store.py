@@ -125,11 +125,9 @@ class FactStore:
         seat: Seat | None = None,
     ) -> list[FactEvent]:
         """:meth:`add` for several exchanges of one user, oldest first: one extraction
-        call, one embedding request for the new facts (one more for texts reconcile
-        rewrote), at most one reconcile call, one transaction. Each fact added keeps the
-        ``source_memory_id`` of the exchange it came from. With ``seat``, the new facts
-        are embedded in the request shared by the others seated there
-        (liz.facts.shared_embedding); the seat is left once that is no longer needed.
+        call, one embedding request for the new facts (``seat``'s shared one, if given:
+        liz.facts.shared_embedding), at most one reconcile call, one transaction. Each
+        fact added keeps the ``source_memory_id`` of the exchange it came from.
 
         >>> await store.learn(
         ...     [Exchange("I keep bees", said_id), Exchange("I moved to Turku", moved_id)],
@@ -137,7 +135,11 @@ class FactStore:
         ... )
         """
         with memory_span("update_memory", agent_id):
-            events = await self._learn(exchanges, agent_id, user_id, agent_name, also, seat)
+            try:
+                events = await self._learn(exchanges, agent_id, user_id, agent_name, also, seat)
+            finally:
+                if seat is not None:  # asked, or never will: the others need not wait
+                    seat.leave()
         count_events(events)
         return events
 
@@ -332,21 +334,10 @@ class FactStore:
                 progress=progress,
             )
 
-    def _context(
-        self,
-        scope: Scope,
-        actor: str,
-        source: str | None = None,
-    ) -> WriteContext:
+    def _context(self, scope: Scope, actor: str, source: str | None = None) -> WriteContext:
         """Who writes to ``scope``, now, with the current embedding model."""
-        return WriteContext(
-            scope,
-            self.clock.now(),
-            actor,
-            self.llm.embedding_model,
-            self.dialect,
-            source,
-        )
+        model = self.llm.embedding_model
+        return WriteContext(scope, self.clock.now(), actor, model, self.dialect, source)
 
     # Last in the class: below this point `list` would name the method, not the type.
     async def list(

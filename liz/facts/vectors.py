@@ -1,7 +1,9 @@
-"""Embedding vectors as stored: float32, unit length, so cosine similarity is a dot product."""
+"""Embedding vectors as stored (float32, unit length: cosine similarity is a dot product),
+and texts embedded alone or in groups that share one request."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -70,3 +72,44 @@ def for_storage(vector: Vector, dialect: str) -> Any:
 async def embed(llm: LLMClient, texts: Sequence[str]) -> list[Vector]:
     """Unit-length embeddings of ``texts`` by the LLM's embedding model, as stored and compared."""
     return [as_unit_vector(vector) for vector in await llm.embed_float32(list(texts))]
+
+
+# The endpoint refused the request for what it carried, not for who sent it or when.
+_REFUSED_FOR_CONTENT = frozenset({400, 413, 422})
+
+# Texts to embed together, and the future their vectors (or the request's error) go to.
+Group = tuple[Sequence[str], "asyncio.Future[list[Vector]]"]
+
+
+async def embed_groups(llm: LLMClient, groups: Sequence[Group]) -> None:
+    """Embed every group's texts in one request and settle each group's future with its
+    vectors, or with the error, as if it had sent the request itself. A request refused
+    for what it carries (400, 413, 422) is sent again a group at a time: one group's
+    texts never fail another's."""
+    texts = [text for group, _ in groups for text in group]
+    try:
+        vectors = await embed(llm, texts) if texts else []
+    except LLMError as error:
+        if len(groups) > 1 and error.upstream_status in _REFUSED_FOR_CONTENT:
+            await asyncio.gather(*(embed_groups(llm, [group]) for group in groups))
+        else:
+            _settle(groups, error)
+        return
+    except asyncio.CancelledError:  # the loop is closing: the askers end too
+        for _, future in groups:
+            future.cancel()
+        raise
+    except Exception as error:  # each asker raises it: none is left waiting
+        _settle(groups, error)
+        return
+    start = 0
+    for group, future in groups:
+        if not future.done():
+            future.set_result(vectors[start : start + len(group)])
+        start += len(group)
+
+
+def _settle(groups: Sequence[Group], error: Exception) -> None:
+    for _, future in groups:
+        if not future.done():
+            future.set_exception(error)

@@ -13,57 +13,69 @@ from __future__ import annotations
 
 import asyncio
 import collections
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 
 from liz.facts.shared_embedding import Seat
 from liz.learning_queue.beats import Beats, learn_at
+from liz.learning_queue.settings import LearningSettings
 from liz.learning_queue.work import Said
 from liz.turns import first_done
 from liz.types import Clock
 
+# Learns some of a burst's messages, with its seat in a beat's shared request (or none).
+LearnRound = Callable[[list[Said], Seat | None], Awaitable[None]]
+
 
 class Burst:
-    """One user's messages waiting here to be learned together, oldest first."""
+    """One user's messages waiting here to be learned together, oldest first.
 
-    def __init__(self) -> None:
+    ``now`` is set when the process stops: what is gathered is then learned at once.
+    """
+
+    def __init__(
+        self, clock: Clock, beats: Beats, settings: LearningSettings, now: asyncio.Event
+    ) -> None:
         self.said: collections.deque[Said] = collections.deque()
         self._grown = asyncio.Event()
+        self._clock, self._beats, self._now = clock, beats, now
+        self._idle, self._batch = settings.learn_after_idle, settings.batch_size
 
     def add(self, said: Said) -> None:
         self.said.append(said)
         self._grown.set()
 
-    def take(self, most: int) -> list[Said]:
-        return [self.said.popleft() for _ in range(min(len(self.said), most))]
+    async def learn(self, learn_round: LearnRound) -> None:
+        """Learn the burst with ``learn_round``, at most a batch a round, until no message
+        is left; a round's seat is left however the round ended."""
+        while self.said:
+            seat = await self._gathered()
+            taken = [self.said.popleft() for _ in range(min(len(self.said), self._batch))]
+            try:
+                await learn_round(taken, seat)
+            finally:
+                if seat is not None:
+                    seat.leave()
 
-    async def gathered(
-        self,
-        clock: Clock,
-        beats: Beats,
-        *,
-        idle_seconds: float,
-        batch: int,
-        now: asyncio.Event,
-    ) -> Seat | None:
-        """Return once the first beat after the newest message is ``idle_seconds`` old
-        has come (with the burst's seat in that beat's shared embeddings request; none
-        with 0), ``batch`` messages wait, or ``now`` is set (the process stops: what is
-        gathered is learned); the last two go alone."""
+    async def _gathered(self) -> Seat | None:
+        """Return once the first beat after the newest message is ``idle`` old has come
+        (with the burst's seat in that beat's shared embeddings request; none with 0), a
+        batch waits, or the process stops; the last two go alone."""
         seat: Seat | None = None
         beat: datetime | None = None
         try:
-            while len(self.said) < batch and not now.is_set():
-                due = learn_at(self.said[-1].at, idle_seconds)
-                if idle_seconds > 0 and due != beat:  # a new message moved it on
+            while len(self.said) < self._batch and not self._now.is_set():
+                due = learn_at(self.said[-1].at, self._idle)
+                if self._idle > 0 and due != beat:  # a new message moved it on
                     if seat is not None:
                         seat.leave()
-                    beat, seat = due, beats.seat(due)
-                left = (due - clock.now()).total_seconds()
+                    beat, seat = due, self._beats.seat(due)
+                left = (due - self._clock.now()).total_seconds()
                 if left <= 0:
                     taken, seat = seat, None
                     return taken
                 self._grown.clear()
-                await first_done(clock.sleep(left), self._grown.wait(), now.wait())
+                await first_done(self._clock.sleep(left), self._grown.wait(), self._now.wait())
             return None
         finally:
             if seat is not None:  # it goes alone, or not at all: nobody waits for it

@@ -199,23 +199,10 @@ class LearningWorker:
         if burst is not None:
             burst.add(said)
             return
-        burst = self._bursts[user] = Burst()
+        burst = self._bursts[user] = Burst(self._clock, self._beats, self.settings, self._drain)
         burst.add(said)
-        settings = self.settings
         try:
-            while burst.said:
-                seat = await burst.gathered(
-                    self._clock,
-                    self._beats,
-                    idle_seconds=settings.learn_after_idle,
-                    batch=settings.batch_size,
-                    now=self._drain,
-                )
-                try:
-                    await self._learn_now_round(burst.take(settings.batch_size), seat)
-                finally:
-                    if seat is not None:  # however the round ended, nobody waits for it
-                        seat.leave()
+            await burst.learn(self._learn_now_round)
         finally:
             del self._bursts[user]
         # Not after each round: a round started meanwhile would race this loop for the
@@ -242,21 +229,14 @@ class LearningWorker:
         # does not hold) stay queued; their turn's end makes them due for the poller.
         (run,) = runs
         work = [Claimed(job, held[job.memory_id]) for job in run]
+        first = batch[0]
         async with self.claims.kept(run):
-            await self._learn_with_retries(
-                facts, work, batch[0].attempts, batch[0].wait_seconds, seat
-            )
+            await self._learn_with_retries(facts, work, first.attempts, first.wait_seconds, seat)
 
     async def _learn_with_retries(
-        self,
-        facts: FactStore,
-        work: Work,
-        attempts: int,
-        wait_seconds: float,
-        seat: Seat | None = None,
+        self, facts: FactStore, work: Work, attempts: int, wait: float, seat: Seat | None = None
     ) -> None:
-        """Learn the claimed work, retrying; only the first try takes ``seat`` (a beat's
-        shared embeddings request): a retry goes alone."""
+        """Learn the claimed work, retrying; a retry goes without ``seat`` (alone)."""
         claimed = jobs_of(work)
         together = len(work) > 1
 
@@ -272,7 +252,7 @@ class LearningWorker:
             async for attempt in retrying(
                 retry_if=retry_now,
                 attempts=attempts,
-                wait=wait_exponential(multiplier=wait_seconds, max=max(wait_seconds * 16, 0.0)),
+                wait=wait_exponential(multiplier=wait, max=max(wait * 16, 0.0)),
                 clock=self._clock,
             ):
                 with attempt:
@@ -292,9 +272,7 @@ class LearningWorker:
         except Exception as exc:
             if self._one_by_one(work, exc):
                 # Once each: what is left to retry, the queue retries, with backoff.
-                await self._each(
-                    work, lambda one: self._learn_with_retries(facts, one, 1, wait_seconds)
-                )
+                await self._each(work, lambda one: self._learn_with_retries(facts, one, 1, wait))
                 return
             await self.claims.failed(claimed, exc, tries, right_after_reply=True)
 
@@ -413,7 +391,4 @@ class LearningWorker:
                 )
             except ExtraStatementMismatch as exc:
                 raise AlreadyLearned(messages(jobs_of(work))) from exc
-            finally:
-                if seat is not None:  # failed before it asked: the others go on
-                    seat.leave()
             spent.committed()
