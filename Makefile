@@ -6,20 +6,30 @@ BIN := $(VENV)/bin
 # is one line more: pip install 'liz[postgres]'); `make test` adds the test and lint tools.
 STAMP := $(VENV)/.installed-serve
 DEV_STAMP := $(VENV)/.installed-dev
+# The exact versions installed (CI runs with them too); `make upgrade` refreshes them.
+CONSTRAINTS := constraints.txt
 
-.PHONY: serve test lint typecheck install migrate bench docs docs-build clean
+.PHONY: serve test lint typecheck install upgrade migrate bench docs docs-build clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(CONSTRAINTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[twitter]"
+	$(BIN)/python -m pip install --quiet -c $(CONSTRAINTS) -e ".[twitter]"
 	touch $(STAMP)
 
 $(DEV_STAMP): $(STAMP)
-	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	$(BIN)/python -m pip install --quiet -c $(CONSTRAINTS) -e ".[dev]"
 	touch $(DEV_STAMP)
 
 install: $(DEV_STAMP)
+
+# Pin the newest releases pyproject.toml allows, every extra included, for every platform
+# (uv's resolver; the project itself is not pinned). Then `make install` installs them.
+upgrade:
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet uv
+	$(BIN)/uv pip compile pyproject.toml --all-extras --universal --python-version 3.11 \
+		--upgrade --quiet -o $(CONSTRAINTS)
 
 migrate: $(STAMP)
 	$(BIN)/liz db upgrade

@@ -140,7 +140,7 @@ DECISIONS = """## Design decisions and their measured reasons
 - **The statements every turn runs go straight to the driver**: through SQLAlchemy a
   statement cost four hops to SQLite's thread, and those hops were most of a turn's
   database cost.
-- **Every SQLAlchemy statement on SQLite is one hop** (`liz/db/sqlite_cursor.py`), where
+- **Every SQLAlchemy statement on SQLite is one hop** (`liz/_compat.py`), where
   the aiosqlite adapter made four: a read session of one statement went from 0.75 to
   0.50 ms of CPU, of three statements from 1.55 to 0.84 ms; a turn with facts on, from
   10.4 to 9.4 ms at 16 in flight (`bench/pipeline.py --compare`, one run).

@@ -13,6 +13,7 @@ wait.
 from __future__ import annotations
 
 import logging
+import random
 from collections.abc import Callable
 
 from tenacity import (
@@ -21,7 +22,6 @@ from tenacity import (
     retry_if_exception,
     stop_after_attempt,
     stop_never,
-    wait_random_exponential,
 )
 from tenacity.wait import wait_base
 
@@ -33,20 +33,31 @@ Wait = Callable[[RetryCallState], float]
 
 
 def backoff(first: float = 1.0, cap: float = 900.0) -> Wait:
-    """Exponential backoff with full jitter: a random wait up to ``first * 2**n``, at most
-    ``cap``, so clients that failed together do not retry together."""
-    return wait_random_exponential(multiplier=first, max=cap)
+    """Exponential backoff with full jitter (:func:`backoff_seconds`), as a tenacity wait."""
+    return lambda state: backoff_seconds(state.attempt_number, first, cap)
+
+
+def backoff_seconds(attempt: int, first: float, cap: float) -> float:
+    """A random wait up to ``first * 2**(attempt - 1)``, at most ``cap``: clients that
+    failed together do not retry together."""
+    return random.uniform(0.0, min(cap, first * 2.0 ** min(attempt - 1, 64)))
+
+
+def retry_after(error: BaseException | None) -> float | None:
+    """The seconds a failed call's ``retry_after`` asks to wait (a server's
+    ``Retry-After``), if it asks."""
+    asked = getattr(error, "retry_after", None)
+    if isinstance(asked, int | float) and asked >= 0:
+        return float(asked)
+    return None
 
 
 def honour_retry_after(fallback: Wait) -> Wait:
     """Wait as long as the failed call's ``retry_after`` (seconds) asks, else ``fallback``."""
 
     def wait(state: RetryCallState) -> float:
-        error = state.outcome.exception() if state.outcome is not None else None
-        asked = getattr(error, "retry_after", None)
-        if isinstance(asked, int | float) and asked >= 0:
-            return float(asked)
-        return fallback(state)
+        asked = retry_after(state.outcome.exception() if state.outcome is not None else None)
+        return fallback(state) if asked is None else asked
 
     return wait
 

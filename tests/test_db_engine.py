@@ -238,7 +238,7 @@ async def test_sqlite_writer_cancelled_mid_transaction_leaves_nothing_and_blocks
 async def test_sqlite_statements_tell_rows_counts_ids_and_errors_as_sqlalchemy_does(
     engine: AsyncEngine,
 ) -> None:
-    # Each statement makes one call on SQLite's thread (liz.db.sqlite_cursor); what a
+    # Each statement makes one call on SQLite's thread (liz._compat); what a
     # caller reads of it is what the driver's own cursor would tell.
     async with engine.begin() as connection:
         await connection.execute(text("CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT UNIQUE)"))

@@ -1,6 +1,6 @@
 """A served process against clients that hold connections (raw sockets on ``liz serve``): one
-that trickles its headers is closed after LIZ_HEADER_TIMEOUT, and connections past
-LIZ_MAX_CONNECTIONS are answered 503 and closed, while the server goes on serving."""
+that trickles its headers is closed after LIZ_HEADER_TIMEOUT, and a request on a connection
+past LIZ_MAX_CONNECTIONS is answered 503 and closed, while the server goes on serving."""
 
 from __future__ import annotations
 
@@ -97,9 +97,9 @@ def test_connections_past_the_limit_are_refused_cleanly_and_serving_resumes(
             sock.sendall(b"GET /health HTTP/1.1\r\n")  # never finished
         time.sleep(0.2)
         with connect(base_url) as extra:
+            extra.sendall(b"GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n")
             answer = until_closed(extra)
         assert answer.startswith(b"HTTP/1.1 503 ")
-        assert b"too many open connections" in answer
         for sock in held:  # each is closed by the header timeout
             assert until_closed(sock).startswith(b"HTTP/1.1 408 ")
     finally:

@@ -18,7 +18,6 @@ import pytest
 from liz.agent import BaseAgent
 from liz.bootstrap import build_framework, open_runtime
 from liz.config import Settings
-from liz.errors import UsageError
 from liz.http import create_app
 from liz.observe.logs import log_formatter
 from liz.observe.tracing import configure_tracing
@@ -197,11 +196,6 @@ async def test_json_log_lines_carry_the_trace_and_span_ids(
     assert line["trace_id"] == response.json()["requestId"]
     (invoke,) = receiver.named("invoke_agent")
     assert line["span_id"] == invoke.span_id
-
-
-def test_an_unknown_log_format_is_refused_with_the_choices() -> None:
-    with pytest.raises(UsageError, match="use text or json"):
-        log_formatter("yaml")
 
 
 async def test_the_learning_job_is_a_trace_of_its_own_linked_to_its_turn(turn: Receiver) -> None:

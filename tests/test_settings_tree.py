@@ -4,6 +4,7 @@ before it says it is running, naming the setting and the fix."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import httpx
@@ -86,6 +87,7 @@ def test_serve_with_the_env_examples_empty_agents_dir_serves_the_bundled_agents(
             "bad setting LIZ_LEARN_AFTER_IDLE='-5': Input should be greater than or equal to 0",
         ),
         ("LIZ_LEARN_BATCH", "0", "bad setting LIZ_LEARN_BATCH='0': Input should be greater"),
+        ("LIZ_LOG_FORMAT", "yaml", "bad setting LIZ_LOG_FORMAT='yaml': Input should be 'text'"),
     ],
 )
 def test_serve_refuses_a_bad_setting_before_it_says_it_is_running(
@@ -97,3 +99,24 @@ def test_serve_refuses_a_bad_setting_before_it_says_it_is_running(
     assert says in result.stderr
     assert "running" not in (result.stdout + result.stderr).lower()
     assert value not in result.stderr or name != "LIZ_JWT_SECRET"  # a secret is never echoed
+
+
+def test_a_bad_log_format_is_one_line(tmp_path: Path) -> None:
+    env = {"LIZ_LOG_FORMAT": "yaml", "DATABASE_URL": f"file:{tmp_path / 'liz.db'}"}
+    result = run_liz("serve", "--port", str(free_port()), env=env, cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "error: bad setting LIZ_LOG_FORMAT='yaml': Input should be 'text' or 'json'"
+    ]
+
+
+def test_the_log_format_in_dotenv_makes_json_log_lines(tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text(
+        f"LIZ_LOG_FORMAT=json\nDATABASE_URL=file:{tmp_path / 'liz.db'}\n"
+    )
+    with liz_serve({"LIZ_LOG_FORMAT": ""}, tmp_path) as url:
+        assert httpx.get(f"{url}/health", timeout=10).status_code == 200
+    (log,) = tmp_path.glob("serve-*.log")
+    lines = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    assert any("Uvicorn running" in line["message"] for line in lines)
+    assert {"time", "level", "logger", "message"} <= set(lines[0])

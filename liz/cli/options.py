@@ -36,10 +36,17 @@ ScriptedOption = Annotated[
 
 
 def configure_logging(level: str) -> None:
+    """Log at ``level`` to stderr, as ``LIZ_LOG_FORMAT`` says (from the environment or
+    ``.env``); a bad setting ends the command in one line, before anything starts."""
+    from liz.cli.failing import reported
+    from liz.config import Settings
     from liz.observe.logs import log_formatter
+    from liz.settings_errors import load_settings
 
+    with reported():
+        settings = load_settings(Settings)
     handler = logging.StreamHandler()
-    handler.setFormatter(log_formatter())  # LIZ_LOG_FORMAT: text or json
+    handler.setFormatter(log_formatter(settings.liz_log_format))
     logging.basicConfig(level=level.upper(), handlers=[handler])
     # The HTTP clients under the openai SDK log every request at INFO.
     for noisy in ("httpx", "httpx2", "httpcore"):

@@ -1,7 +1,7 @@
 """The few statements every turn runs, sent straight to the driver (aiosqlite or asyncpg).
 
 Through a SQLAlchemy session a statement costs the session's and the result's
-bookkeeping on top of its hop to SQLite's thread (liz.db.sqlite_cursor), and a
+bookkeeping on top of its hop to SQLite's thread (liz._compat), and a
 transaction two hops more (``BEGIN``, ``COMMIT``). Here a statement costs one hop, or
 one round trip to PostgreSQL, and statements committed together
 (:meth:`Driver.commit`) one hop in all on SQLite.
@@ -34,24 +34,8 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.util import greenlet_spawn
 
+from liz._compat import run_on_sqlite_thread
 from liz.db.types import as_utc, sqlite_milliseconds
-
-
-def _aiosqlite_runs_functions() -> bool:
-    """Whether aiosqlite's connections take a function to run on their thread.
-
-    It has no public call for this; ``_execute`` is the queue its own methods use
-    (SQLAlchemy's dialect reaches it too). Without it, a transaction's statements
-    are sent one by one.
-    """
-    try:
-        from aiosqlite import Connection
-    except ImportError:  # only PostgreSQL is installed
-        return False
-    return hasattr(Connection, "_execute") and hasattr(Connection, "_conn")
-
-
-AIOSQLITE_RUNS_FUNCTIONS = _aiosqlite_runs_functions()
 
 
 @dataclass(frozen=True)
@@ -139,18 +123,7 @@ class Driver:
             await self._connection.execute(sql, *self._bound(parameters))
             return
         work = [(bound.statement.sqlite, self._bound(bound.parameters)) for bound in statements]
-        connection = self._connection
-        if AIOSQLITE_RUNS_FUNCTIONS:
-            await connection._execute(_commit, connection._conn, work)
-            return
-        await connection.execute("BEGIN IMMEDIATE")  # an aiosqlite without _execute
-        try:
-            for sql, parameters in work:
-                await connection.execute(sql, parameters)
-        except BaseException:
-            await connection.rollback()
-            raise
-        await connection.commit()
+        await run_on_sqlite_thread(self._connection, _commit, work)
 
     def _bound(self, parameters: Sequence[Any]) -> list[Any]:
         return [self._bind(value) for value in parameters]

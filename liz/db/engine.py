@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sqlite3
 import time
 import weakref
 from importlib.util import find_spec
@@ -17,10 +18,9 @@ from sqlalchemy.ext.asyncio import create_async_engine as _create_async_engine
 from sqlalchemy.pool import NullPool
 from sqlalchemy.util import await_
 
+from liz._compat import one_hop_dbapi, run_on_sqlite_thread
 from liz.config import Settings
-from liz.db.driver import AIOSQLITE_RUNS_FUNCTIONS
 from liz.db.health import reopen_after_read_only
-from liz.db.sqlite_cursor import one_hop_dbapi
 from liz.db.url import asyncpg_connect_args, describe, normalize_database_url
 from liz.errors import UsageError
 
@@ -148,8 +148,8 @@ def read_engine(engine: AsyncEngine) -> AsyncEngine:
 
 
 def _one_hop(url: URL) -> dict[str, Any]:
-    """aiosqlite's adapter with one hop to SQLite's thread a statement (liz.db.sqlite_cursor)."""
-    if url.get_driver_name() == "aiosqlite" and AIOSQLITE_RUNS_FUNCTIONS:
+    """aiosqlite's adapter with one hop to SQLite's thread a statement (liz._compat)."""
+    if url.get_driver_name() == "aiosqlite":
         return {"module": one_hop_dbapi()}
     return {}
 
@@ -201,10 +201,10 @@ def _tune_sqlite(engine: AsyncEngine, *, begin: str, read_only: bool = False) ->
         # SQLITE_BUSY when another process's writer got in between (busy_timeout
         # does not apply to that upgrade). IMMEDIATE takes the write lock up front
         # and waits for it. Read-only connections begin deferred: they never write.
-        driver = connection.connection.driver_connection
-        if engine.dialect.driver == "aiosqlite" and AIOSQLITE_RUNS_FUNCTIONS:
-            # One call on the connection's thread, not a statement's four (liz.db.driver).
-            await_(driver._execute(driver._conn.execute, begin))
+        if engine.dialect.driver == "aiosqlite":
+            # One call on the connection's thread, not a statement's four.
+            driver = connection.connection.driver_connection
+            await_(run_on_sqlite_thread(driver, sqlite3.Connection.execute, begin))
         else:
             connection.exec_driver_sql(begin)
 

@@ -3,9 +3,10 @@
 uvicorn closes an idle keep-alive connection, but a connection that never finishes
 its request headers (sent a byte at a time, or not at all) is held forever, one
 file descriptor each. :class:`GuardedH11Protocol` closes it with a 408 after
-``LIZ_HEADER_TIMEOUT`` seconds, and answers a connection past
-``LIZ_MAX_CONNECTIONS`` open ones with a 503 and closes it. A reverse proxy in
-front (nginx, Caddy) does the same and more; this is the floor without one.
+``LIZ_HEADER_TIMEOUT`` seconds, and uvicorn's ``limit_concurrency`` answers a request
+with a 503 and closes its connection when ``LIZ_MAX_CONNECTIONS`` connections are open
+(or requests running). A reverse proxy in front (nginx, Caddy) does the same and more;
+this is the floor without one.
 """
 
 from __future__ import annotations
@@ -14,9 +15,7 @@ import asyncio
 import logging
 from typing import Any
 
-import h11
-from uvicorn.protocols.http.h11_impl import H11Protocol
-
+from liz._compat import H11Protocol, awaiting_request_headers
 from liz.config import Settings
 
 logger = logging.getLogger(__name__)
@@ -32,29 +31,22 @@ def _answer(status: str, reason: str) -> bytes:
 
 
 TOO_SLOW = _answer("408 Request Timeout", "the request headers took too long; send them at once")
-TOO_MANY = _answer("503 Service Unavailable", "too many open connections; try again shortly")
 
 
 class GuardedH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol with a deadline for each request's headers and a cap on
-    open connections (set on a subclass by :func:`guarded_protocol`)."""
+    """uvicorn's h11 protocol with a deadline for each request's headers (set on a
+    subclass by :func:`guarded_protocol`)."""
 
     header_timeout: float = 10.0
-    max_connections: int = 1000
     _header_timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        if len(self.connections) > self.max_connections:
-            logger.warning("refused a connection: %d are open already", self.max_connections)
-            transport.write(TOO_MANY)
-            transport.close()
-            return
         self._arm()
 
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
-        if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+        if awaiting_request_headers(self):
             self._arm()  # part of a request's headers, or none yet: the clock runs
         else:
             self._disarm()
@@ -74,19 +66,19 @@ class GuardedH11Protocol(H11Protocol):
 
     def _too_slow(self) -> None:
         self._header_timer = None
-        if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+        if awaiting_request_headers(self):
             self.transport.write(TOO_SLOW)
             self.transport.close()
 
 
-def guarded_protocol(header_timeout: float, max_connections: int) -> type[GuardedH11Protocol]:
-    return type(
-        "GuardedH11Protocol",
-        (GuardedH11Protocol,),
-        {"header_timeout": header_timeout, "max_connections": max_connections},
-    )
+def guarded_protocol(header_timeout: float) -> type[GuardedH11Protocol]:
+    return type("GuardedH11Protocol", (GuardedH11Protocol,), {"header_timeout": header_timeout})
 
 
 def server_options(settings: Settings) -> dict[str, Any]:
-    """uvicorn's options for ``settings``: the guarded protocol."""
-    return {"http": guarded_protocol(settings.liz_header_timeout, settings.liz_max_connections)}
+    """uvicorn's options for ``settings``: the guarded protocol and the connection cap."""
+    return {
+        "http": guarded_protocol(settings.liz_header_timeout),
+        # uvicorn counts the connection asking too: this many others may be open.
+        "limit_concurrency": settings.liz_max_connections + 1,
+    }

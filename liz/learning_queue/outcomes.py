@@ -14,12 +14,11 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from sqlalchemy.exc import SQLAlchemyError
-from tenacity import RetryCallState
 
 from liz.errors import LLMError, StorageError
 from liz.learning_queue.settings import LearningSettings
 from liz.llm.errors import UNAVAILABLE, LLMOutputError
-from liz.retry import backoff, honour_retry_after
+from liz.retry import backoff_seconds, retry_after
 
 # Statuses that refuse the request, not the message: the API key (401), the account's
 # credit (402), the model's name (404). Timeouts, conflicts and rate limits (408, 409,
@@ -80,11 +79,11 @@ def next_try(
 ) -> datetime:
     """When to try again after the ``attempts``-th failure: the server's ``Retry-After``
     if it gave one, else backoff with jitter, never sooner than ``first_retry_seconds``."""
-    state = RetryCallState(retry_object=None, fn=None, args=(), kwargs={})  # type: ignore[arg-type]
-    state.attempt_number = max(attempts, 1)
-    state.set_exception((type(error), error, error.__traceback__))
-    wait = honour_retry_after(backoff(settings.first_retry_seconds, settings.max_retry_seconds))
-    seconds = max(wait(state), settings.first_retry_seconds)
+    asked = retry_after(error)
+    if asked is None:
+        first, cap = settings.first_retry_seconds, settings.max_retry_seconds
+        asked = backoff_seconds(max(attempts, 1), first, cap)
+    seconds = max(asked, settings.first_retry_seconds)
     return now + timedelta(seconds=seconds)
 
 

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from datetime import UTC, datetime
+from typing import Literal
 
-from liz.errors import UsageError
 from liz.observe.tracing import trace_ids
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -34,11 +33,6 @@ class JsonLogFormatter(logging.Formatter):
         return json.dumps(line, ensure_ascii=False)
 
 
-def log_formatter(log_format: str | None = None) -> logging.Formatter:
-    """The formatter ``LIZ_LOG_FORMAT`` (text or json) asks for."""
-    chosen = (log_format or os.environ.get("LIZ_LOG_FORMAT") or "text").strip().lower()
-    if chosen == "json":
-        return JsonLogFormatter()
-    if chosen == "text":
-        return logging.Formatter(TEXT_FORMAT)
-    raise UsageError(f"LIZ_LOG_FORMAT={chosen!r} is unknown; use text or json")
+def log_formatter(log_format: Literal["text", "json"]) -> logging.Formatter:
+    """The formatter for ``Settings.liz_log_format`` (``LIZ_LOG_FORMAT``)."""
+    return JsonLogFormatter() if log_format == "json" else logging.Formatter(TEXT_FORMAT)

@@ -83,15 +83,22 @@ def twitter(action: str, count: int = 1) -> None:
 
 
 def watch_pool(engine: Any) -> None:
-    """Count the engine's checked-out connections in ``liz_db_pool_in_use_connections``."""
+    """Count the engine's checked-out connections in ``liz_db_pool_in_use_connections``;
+    watching a pool twice counts it once."""
     from sqlalchemy import event
 
     pool = engine.sync_engine.pool
-    if getattr(pool, "_liz_watched", False):
-        return
-    pool._liz_watched = True
-    event.listen(pool, "checkout", lambda *_: DB_POOL_IN_USE.inc())
-    event.listen(pool, "checkin", lambda *_: DB_POOL_IN_USE.dec())
+    if not event.contains(pool, "checkout", _checked_out):
+        event.listen(pool, "checkout", _checked_out)
+        event.listen(pool, "checkin", _checked_in)
+
+
+def _checked_out(*_: Any) -> None:
+    DB_POOL_IN_USE.inc()
+
+
+def _checked_in(*_: Any) -> None:
+    DB_POOL_IN_USE.dec()
 
 
 def exposition() -> tuple[bytes, str]:

@@ -17,11 +17,11 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import httpx2
 import mcp_types
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 
 from liz.errors import LizError
 from liz.tools.context import ToolContext
@@ -32,6 +32,8 @@ logger = logging.getLogger(__name__)
 
 Status = Literal["stopped", "starting", "running", "down"]
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+# The MCP SDK's own defaults: 30 s for a request, 5 minutes of quiet on a held event stream.
+HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
 
 
 class MCPServerError(LizError):
@@ -182,7 +184,8 @@ class MCPServer:
     async def _connect(self, stack: AsyncExitStack) -> ClientSession:
         c = self.connection.resolved(self.name)
         if c.url is not None:
-            http = await stack.enter_async_context(create_mcp_http_client(headers=c.headers))
+            client = httpx2.AsyncClient(headers=c.headers, timeout=HTTP_TIMEOUT)
+            http = await stack.enter_async_context(client)
             streams = await stack.enter_async_context(
                 streamable_http_client(c.url, http_client=http)
             )

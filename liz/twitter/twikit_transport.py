@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+from liz._compat import twikit_conversation_id
 from liz.errors import UsageError
 from liz.twitter.errors import (
     TwitterAuthError,
@@ -238,9 +239,8 @@ class TwikitTransport:
             await close()
 
     def _tweet(self, raw: Any, reply_to: int | None = None) -> Tweet:
-        legacy = (getattr(raw, "_data", None) or {}).get("legacy", {})
         in_reply_to = getattr(raw, "in_reply_to", None) or reply_to
-        conversation = legacy.get("conversation_id_str") or in_reply_to or raw.id
+        conversation = twikit_conversation_id(raw) or in_reply_to or raw.id
         created = getattr(raw, "created_at_datetime", None) or datetime.now(UTC)
         images = []
         for media in getattr(raw, "media", None) or []:

@@ -1,0 +1,172 @@
+"""Every use of another library's private names, in one place.
+
+Each use below reaches past a library's public API because no public call does the
+job, and says which versions it was checked against. ``tests/test_compat.py`` fails,
+naming the use, when a library changes the shape relied on here, and ``pyproject.toml``
+bounds each of these libraries below its next release series (``constraints.txt``
+pins the exact versions CI runs).
+
+1. aiosqlite (checked against 0.22.1): :func:`run_on_sqlite_thread`, a function run on
+   a connection's own thread in one call (``Connection._execute``, ``._conn``).
+2. SQLAlchemy's aiosqlite adapter (checked against 2.1.9): :func:`one_hop_dbapi`, its
+   DBAPI module with one hop to SQLite's thread per statement, not four.
+3. uvicorn's h11 protocol (checked against 0.55.0): :class:`H11Protocol` and
+   :func:`awaiting_request_headers`, for the header timeout uvicorn has no option for.
+4. twikit (checked against 2.3.3): :func:`twikit_conversation_id`, which its ``Tweet``
+   keeps only in the raw data.
+"""
+
+from __future__ import annotations
+
+import collections
+import sqlite3
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import h11
+from sqlalchemy.dialects.sqlite.aiosqlite import (
+    AsyncAdapt_aiosqlite_connection,
+    AsyncAdapt_aiosqlite_cursor,
+    AsyncAdapt_aiosqlite_dbapi,
+)
+from sqlalchemy.util import await_
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+__all__ = [
+    "H11Protocol",
+    "OneHopCursor",
+    "awaiting_request_headers",
+    "one_hop_dbapi",
+    "run_on_sqlite_thread",
+    "twikit_conversation_id",
+]
+
+T = TypeVar("T")
+
+
+# 1. aiosqlite ---------------------------------------------------------------------------
+
+
+async def run_on_sqlite_thread(
+    connection: Any, function: Callable[..., T], *args: Any, **kwargs: Any
+) -> T:
+    """``function(db, *args, **kwargs)`` on the thread of ``connection`` (an
+    ``aiosqlite.Connection``), ``db`` being its ``sqlite3.Connection``.
+
+    aiosqlite runs each of its own methods so, one queue entry each; a whole
+    transaction passed as one function costs one hop instead of one per statement.
+    """
+    result: T = await connection._execute(function, connection._conn, *args, **kwargs)
+    return result
+
+
+# 2. SQLAlchemy's aiosqlite adapter ------------------------------------------------------
+
+# What one statement left: its description, rows, rowcount and lastrowid.
+_Outcome = tuple[Any, list[Any], int, int]
+
+
+def _run(
+    db: sqlite3.Connection, operation: str, parameters: Any, *, many: bool = False
+) -> _Outcome:
+    cursor = db.cursor()
+    try:
+        if many:
+            cursor.executemany(operation, parameters)
+        else:
+            cursor.execute(operation, () if parameters is None else parameters)
+        description = cursor.description
+        rows = cursor.fetchall() if description else []
+        return description, rows, cursor.rowcount, cursor.lastrowid or 0
+    finally:
+        cursor.close()
+
+
+class OneHopCursor(AsyncAdapt_aiosqlite_cursor):
+    """A cursor whose statements each make, use and close a cursor on SQLite's thread.
+
+    SQLAlchemy's own makes four hops a statement (open a cursor, execute, fetch, close),
+    each an asyncio future settled from the connection's thread.
+    """
+
+    __slots__ = ("_outcome",)
+
+    def __init__(self, adapt_connection: AsyncAdapt_aiosqlite_connection) -> None:
+        # No cursor is opened here: each statement opens its own on the thread.
+        self._adapt_connection = adapt_connection
+        self._connection = adapt_connection._connection
+        self._rows = collections.deque()
+        self._outcome: _Outcome = (None, [], -1, 0)
+
+    @property
+    def description(self) -> Any:
+        return self._outcome[0]
+
+    @property
+    def rowcount(self) -> int:
+        return self._outcome[2]
+
+    @property
+    def lastrowid(self) -> int:
+        return self._outcome[3]
+
+    def execute(self, operation: Any, parameters: Any = None) -> Any:
+        self._send(operation, parameters, many=False)
+
+    def executemany(self, operation: Any, seq_of_parameters: Sequence[Any]) -> Any:
+        self._send(operation, seq_of_parameters, many=True)
+
+    def _send(self, operation: Any, parameters: Any, *, many: bool) -> None:
+        try:
+            self._outcome = await_(
+                run_on_sqlite_thread(self._connection, _run, operation, parameters, many=many)
+            )
+        except Exception as error:
+            self._adapt_connection._handle_exception(error)
+        self._rows = collections.deque(self._outcome[1])
+
+    async def _async_soft_close(self) -> None:
+        return None  # nothing is open on the thread between statements
+
+    def close(self) -> None:
+        self._rows.clear()
+
+
+class _OneHopConnection(AsyncAdapt_aiosqlite_connection):
+    __slots__ = ()
+    _cursor_cls: type[AsyncAdapt_aiosqlite_cursor] = OneHopCursor
+
+
+class _OneHopDBAPI(AsyncAdapt_aiosqlite_dbapi):
+    def connect(self, *arg: Any, **kw: Any) -> _OneHopConnection:
+        adapted = super().connect(*arg, **kw)
+        return _OneHopConnection(self, adapted._connection)
+
+
+def one_hop_dbapi() -> AsyncAdapt_aiosqlite_dbapi:
+    """The DBAPI module for ``create_async_engine(..., module=...)`` on aiosqlite, making
+    :class:`OneHopCursor` s."""
+    import aiosqlite
+
+    return _OneHopDBAPI(aiosqlite, sqlite3)
+
+
+# 3. uvicorn's h11 protocol --------------------------------------------------------------
+# H11Protocol is what ``uvicorn.run(http="h11")`` serves with; a subclass passed as
+# ``http=`` may watch each connection. Its ``conn`` (the h11.Connection), ``transport``
+# and ``loop`` are set by uvicorn and read here and by liz.http.slow_clients.
+
+
+def awaiting_request_headers(protocol: H11Protocol) -> bool:
+    """Whether the connection is open and its next request's headers are not all in."""
+    return protocol.conn.their_state is h11.IDLE and not protocol.transport.is_closing()
+
+
+# 4. twikit ------------------------------------------------------------------------------
+
+
+def twikit_conversation_id(tweet: Any) -> str | None:
+    """The id of the thread a twikit ``Tweet`` belongs to, which it offers no property for."""
+    data = getattr(tweet, "_data", None) or {}
+    conversation = data.get("legacy", {}).get("conversation_id_str")
+    return str(conversation) if conversation else None
