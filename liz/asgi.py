@@ -9,11 +9,11 @@
 
 from __future__ import annotations
 
-import os
-
 from liz.app import App
+from liz.config import Settings
+from liz.settings_errors import load_settings
 from liz.target import load_app
 
 
 def app_from_env() -> App:
-    return load_app(os.environ.get("LIZ_APP") or None)
+    return load_app(load_settings(Settings).liz_app)

@@ -70,6 +70,8 @@ class Settings(BaseSettings):
     liz_context_tokens: int = Field(default=4000, ge=0)
     # The folder of agents served when no app is named (default: the bundled agents).
     liz_agents_dir: str | None = None
+    # The app `uvicorn --factory liz.asgi:app_from_env` serves, as MODULE:ATTRIBUTE.
+    liz_app: str | None = None
     # Browser origins allowed to call the HTTP API (CORS), comma-separated; none by default.
     liz_cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
     # GET /playground and ?trace=1 on POST /agent/input; off for servers whose callers

@@ -16,7 +16,6 @@ from sqlalchemy import func, select
 from liz.agent import BaseAgent
 from liz.bootstrap import build_framework
 from liz.db.tables import MemoryRecord
-from liz.errors import UsageError
 from liz.http import create_app
 from liz.runtime import Runtime
 from liz.testing.openai_server import ScriptedOpenAI
@@ -179,10 +178,3 @@ async def test_with_tokens_only_no_bearer_value_acts_as_the_server(
     scripted.reply("Hi.")
     ok = await tokens_only.post("/agent/input", json=message(), headers=bearer(token()))
     assert ok.status_code == 200
-
-
-async def test_a_short_jwt_secret_is_refused_at_startup(runtime: Runtime, agent: BaseAgent) -> None:
-    settings = runtime.settings.model_copy(update={"liz_jwt_secret": SecretStr("short")})
-    short = Runtime(settings=settings, engine=runtime.engine, llm_client=None)
-    with pytest.raises(UsageError, match="LIZ_JWT_SECRET must be at least 32 bytes long"):
-        create_app(build_framework(short), {AGENT: agent})

@@ -10,6 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from liz.asgi import app_from_env
 from liz.config import Settings
 from liz.errors import UsageError
 from liz.settings_errors import load_settings
@@ -120,3 +121,14 @@ def test_the_log_format_in_dotenv_makes_json_log_lines(tmp_path: Path) -> None:
     lines = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
     assert any("Uvicorn running" in line["message"] for line in lines)
     assert {"time", "level", "logger", "message"} <= set(lines[0])
+
+
+def test_the_asgi_factory_serves_the_app_named_in_dotenv(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "dotenv_named_app.py").write_text("from liz import App\n\napp = App()\n")
+    (tmp_path / ".env").write_text("LIZ_APP=dotenv_named_app:app\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("LIZ_APP", raising=False)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert app_from_env().agents == {}  # not the bundled agents: the app named in .env
