@@ -25,8 +25,13 @@ SAMPLE_SIZE = 3
 class BaseAgent:
     """A character and its routes. Subclass it, or build one and call ``add_route``.
 
+    >>> from liz import Character, Route
+    >>> async def chat(req, res) -> None:
+    ...     await res.send("Hello!")
     >>> agent = BaseAgent(Character(agent_id="ada", name="Ada", system="You help."))
-    >>> agent.add_route(Route("conversation", "Chat with the user", handler))
+    >>> agent.add_route(Route("conversation", "Chat with the user", chat))
+    >>> [route.name for route in agent.get_routes()]
+    ['conversation']
     """
 
     def __init__(
@@ -93,6 +98,7 @@ class BaseAgent:
     ) -> Any:
         """Declare a function the model may call, as ``@agent.tool`` or ``@agent.tool(...)``.
 
+        >>> agent = BaseAgent(Character(agent_id="shop", name="Shop", system="You sell."))
         >>> @agent.tool(requires_approval=True)
         ... def refund(order_id: str, amount: float) -> str:
         ...     \"\"\"Refund an order.
@@ -101,6 +107,9 @@ class BaseAgent:
         ...         order_id: The order to refund.
         ...         amount: How much, in euros.
         ...     \"\"\"
+        ...     return f"refunded {amount} on {order_id}"
+        >>> agent.tools["refund"].requires_approval
+        True
         """
 
         def declare(function: Callable[..., Any]) -> Callable[..., Any]:

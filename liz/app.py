@@ -1,10 +1,17 @@
 """The application object: your agents, your middleware, your error handlers, one ASGI app.
 
->>> from liz import App
+>>> from liz import App, BaseAgent, Character
+>>> async def log_timing(req, res, next) -> None:
+...     await next()
+>>> async def no_shouting(req, res, next) -> None:
+...     req.input.text = req.input.text.lower()
+...     await next()
 >>> app = App()                          # settings from the environment and .env
->>> app.add_agent(chef)                  # a BaseAgent
->>> app.use(log_timing)                  # runs for every input, before the standard steps
->>> chef.use(no_shouting)                # runs for the chef's inputs only
+>>> chef = app.add_agent(BaseAgent(Character(agent_id="chef", name="Chef", system="You cook.")))
+>>> app = app.use(log_timing)            # runs for every input, before the standard steps
+>>> chef = chef.use(no_shouting)         # runs for the chef's inputs only
+>>> sorted(app.agents)
+['chef']
 
 Serve it with ``liz serve myapp:app`` (or ``uvicorn myapp:app``), talk to it with
 ``liz chat myapp:app --agent chef``, run its X account with ``liz twitter myapp:app

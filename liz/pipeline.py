@@ -154,7 +154,12 @@ class AgentResponse:
 def compose(middleware: Sequence[Middleware]) -> Middleware:
     """Compose steps into one step. The result is itself a middleware, so chains nest.
 
+    >>> from liz.middleware import load_memories, router, validate_input
     >>> chain = compose([validate_input, load_memories(limit=50), router])
+    >>> compose([validate_input, "router"])
+    Traceback (most recent call last):
+    ...
+    TypeError: middleware must be an async callable, got 'router'
     """
     steps = list(middleware)
     _check_callables(steps)

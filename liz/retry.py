@@ -3,11 +3,8 @@
 Fact extraction, the Twitter loops and writes that lost a race all retry
 through :func:`retrying`, so they wait alike (a server's ``Retry-After`` first,
 else exponential backoff with jitter) and a test's ``ManualClock`` drives every
-wait.
-
->>> async for attempt in retrying(retry_if=lambda exc: isinstance(exc, LLMError), attempts=3):
-...     with attempt:
-...         await learn()
+wait. Use it as tenacity's ``AsyncRetrying``: ``async for attempt in retrying(...)``,
+each try inside ``with attempt:``.
 """
 
 from __future__ import annotations

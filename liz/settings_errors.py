@@ -1,7 +1,10 @@
 """Read a settings class from the environment; a bad value is one line naming its variable.
 
->>> load_settings(Settings)
-UsageError: bad setting: SERVER_PORT='abc': Input should be a valid integer
+>>> from liz.config import ServerSettings
+>>> load_settings(ServerSettings, server_port="abc")
+Traceback (most recent call last):
+...
+liz.errors.UsageError: bad setting SERVER_PORT='abc': Input should be a valid integer, ...
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """What one turn did, as data: the LLM calls it made, the route, the facts, each step's time.
 
-Every call to ``AgentFramework.process`` fills a :class:`Trace` on ``res.trace``:
-
->>> res = await framework.process(input, agent)
->>> [call.messages for call in res.trace.llm_calls]   # exactly what the LLM was sent
->>> res.trace.route                                   # which route, and why
->>> [(f.text, f.score) for f in res.trace.recalled_facts]
->>> [(s.step, s.own_ms) for s in res.trace.steps]
+Every call to ``AgentFramework.process`` fills a :class:`Trace` on ``res.trace``: the
+messages each LLM call was sent (``llm_calls``), the route and why (``route``), the
+facts recalled with their scores (``recalled_facts``), each step's own time (``steps``).
 
 The LLM client is shared by every request, so it does not hold the trace: while a
 turn runs, :func:`record_llm_call` finds it in a context variable that ``process``

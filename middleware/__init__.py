@@ -1,8 +1,10 @@
 """The standard steps every message runs through, in Liz's order.
 
->>> framework.use(*standard_middleware)
+Every app runs them unless given a ``chain`` of its own: pick and reorder them, and add
+your own anywhere in it.
 
-Or pick and reorder them, and add your own anywhere in the chain.
+>>> from liz import App
+>>> app = App(chain=[validate_input, load_memories(limit=20), wrap_context, create_memory, router])
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
 """``liz agents``: look at a folder of agents without serving it.
 
->>> liz agents check            # the bundled agents/
->>> liz agents check ./agents   # your own folder
->>> liz agents check app:app    # the agents of your app (MODULE:ATTRIBUTE or a .py file)
+For example::
+
+    $ liz agents check            # the bundled agents/
+    $ liz agents check ./agents   # your own folder
+    $ liz agents check app:app    # the agents of your app (MODULE:ATTRIBUTE or a .py file)
 
 ``check`` loads every file as ``liz serve`` would and prints each agent (id, name,
 format, the fields liz does not use) and each file that cannot be used, with why.

@@ -1,9 +1,11 @@
 """``liz facts``: look at what agents remember about users, and re-embed it.
 
->>> liz facts list --agent ada-bot --user user-1
->>> liz facts search "favourite drink" --agent ada-bot --user user-1
->>> liz facts history 3f1c... --agent ada-bot --user user-1
->>> liz facts reindex --agent ada-bot
+For example::
+
+    $ liz facts list --agent ada-bot --user user-1
+    $ liz facts search "favourite drink" --agent ada-bot --user user-1
+    $ liz facts history 3f1c... --agent ada-bot --user user-1
+    $ liz facts reindex --agent ada-bot
 """
 
 from __future__ import annotations

@@ -1,13 +1,15 @@
 """``liz facts queue``, ``retry``, ``give-up`` and ``discard``: the messages still to
 learn from, and what to do with those the worker cannot get through.
 
->>> liz facts queue              # the backlog and the failed jobs, oldest first
->>> liz facts queue --failed     # only the jobs no retry could fix, with the reason
->>> liz facts retry 12 15        # try these jobs again now
->>> liz facts retry --all        # every failed job again, every waiting job now
->>> liz facts give-up 12         # stop retrying a pending job: failed, listed, the
-...                              # user's later messages go on
->>> liz facts discard 12         # forget a failed job: its message is never learned from
+For example::
+
+    $ liz facts queue              # the backlog and the failed jobs, oldest first
+    $ liz facts queue --failed     # only the jobs no retry could fix, with the reason
+    $ liz facts retry 12 15        # try these jobs again now
+    $ liz facts retry --all        # every failed job again, every waiting job now
+    $ liz facts give-up 12         # stop retrying a pending job: failed, listed, the
+                                   # user's later messages go on
+    $ liz facts discard 12         # forget a failed job: its message is never learned from
 
 They need the database only, not the LLM; a running liz process does the work.
 """

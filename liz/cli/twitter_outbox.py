@@ -1,7 +1,9 @@
 """``liz twitter outbox``: the posts and replies not confirmed on X, and giving one up.
 
->>> liz twitter outbox                          # one line per thread held, oldest first
->>> liz twitter outbox --abandon post:3f1c...   # never post the rest of that thread
+For example::
+
+    $ liz twitter outbox                          # one line per thread held, oldest first
+    $ liz twitter outbox --abandon post:3f1c...   # never post the rest of that thread
 
 It needs the database only (``DATABASE_URL``) and ``TWITTER_UNCONFIRMED_POST_WAIT_MINUTES``
 for the times it shows; not X, not the LLM, and not the bot running.

@@ -1,8 +1,10 @@
 """``liz usage``: the LLM tokens and what they cost, per agent, user, day or model.
 
->>> liz usage                      # per agent, every day so far
->>> liz usage --by day --since 2026-12-01
->>> liz usage --by user --agent business-advisor
+For example::
+
+    $ liz usage                      # per agent, every day so far
+    $ liz usage --by day --since 2026-12-01
+    $ liz usage --by user --agent business-advisor
 
 Prices come from the default table or LIZ_PRICE_TABLE (docs/observability.md).
 """

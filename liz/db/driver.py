@@ -11,11 +11,6 @@ turn for the process's one writing connection; a transaction begins with ``BEGIN
 IMMEDIATE`` on SQLite, as every writing session's does (see liz.db.engine); and the
 driver's errors become SQLAlchemy's, so an outage is still told as one (liz.db.errors).
 Everything else goes through SQLAlchemy.
-
->>> RECENT = Statement.of('SELECT "content" FROM "Memory" WHERE "userId" = {} LIMIT {}')
->>> async with connect(engine) as db:
-...     rows = await db.fetch(RECENT, "ada", 10)
-...     await db.commit(FORGET.bind("ada"), FORGOTTEN.bind("ada", now))
 """
 
 from __future__ import annotations

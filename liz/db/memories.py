@@ -175,10 +175,8 @@ def _to_memory(row: Sequence[Any]) -> Memory | None:
 
 
 async def count_memories(session: AsyncSession, **filters: Any) -> int:
-    """How many memories match equality `filters` (user_id, agent_id, room_id, type, generator).
-
-    >>> await count_memories(session, agent_id="liz", user_id="ada")
-    """
+    """How many memories match equality `filters` (user_id, agent_id, room_id, type, generator),
+    as ``count_memories(session, agent_id="liz", user_id="ada")``."""
     unknown = filters.keys() - _FILTER_COLUMNS.keys()
     if unknown:
         raise UsageError(

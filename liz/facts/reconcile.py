@@ -159,14 +159,8 @@ def _resolve_one(
 
 
 class ShortIds:
-    """Numbers the facts shown to the LLM 1, 2, 3 ... and maps the numbers back.
-
-    >>> shown = ShortIds([fact_a, fact_b])
-    >>> shown.resolve(2) is fact_b
-    True
-    >>> shown.resolve(7) is None    # an id the LLM was never shown
-    True
-    """
+    """Numbers the facts shown to the LLM 1, 2, 3 ... and maps the numbers back; a
+    number never shown maps to None."""
 
     def __init__(self, facts: Iterable[Fact]) -> None:
         self._facts = list({fact.id: fact for fact in facts}.values())  # each fact once

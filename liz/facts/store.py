@@ -1,12 +1,8 @@
 """``FactStore``: long-term facts about each user, extracted, reconciled, recalled, kept.
 
 The store hands each operation the services it needs; the storage (liz.facts.sqlite
-or liz.facts.postgres) is the one way to the database's facts.
-
->>> store = FactStore(sessions, llm, engine=engine)
->>> events = await store.add("My name is Ada and I love green tea", "ada-bot", "user-1")
->>> [fact.text for fact in await store.search("what tea?", "ada-bot", "user-1")]
-['User loves green tea']
+or liz.facts.postgres) is the one way to the database's facts. docs/facts.md shows it
+in use.
 """
 
 from __future__ import annotations
@@ -128,11 +124,6 @@ class FactStore:
         call, one embedding request for the new facts (``seat``'s shared one, if given:
         liz.facts.shared_embedding), at most one reconcile call, one transaction. Each
         fact added keeps the ``source_memory_id`` of the exchange it came from.
-
-        >>> await store.learn(
-        ...     [Exchange("I keep bees", said_id), Exchange("I moved to Turku", moved_id)],
-        ...     "ada-bot", "user-1",
-        ... )
         """
         with memory_span("update_memory", agent_id):
             try:

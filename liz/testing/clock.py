@@ -25,10 +25,16 @@ class _Sleeper:
 class ManualClock:
     """Virtual time: ``sleep`` waits until a test calls :meth:`advance` past its end.
 
+    >>> import asyncio
     >>> clock = ManualClock()
-    >>> await bot.start()
-    >>> await clock.wait_for_sleepers(2)      # both loops are idle
-    >>> await clock.advance(hours=4)          # every wake-up in those 4 hours happens, in order
+    >>> async def main() -> None:
+    ...     woken = asyncio.create_task(clock.sleep(3600))  # e.g. a bot's loop
+    ...     await clock.wait_for_sleepers(1)                # it is idle
+    ...     await clock.advance(hours=4)  # every wake-up in those 4 hours happens, in order
+    ...     await woken
+    >>> asyncio.run(main())
+    >>> clock.now().isoformat()
+    '2025-01-01T16:00:00+00:00'
     """
 
     def __init__(self, start: datetime | None = None, *, timeout: float = 30.0) -> None:

@@ -7,11 +7,13 @@ tweet, the service goes down, a rate limit hits, a post times out after X took i
 and X's timelines do not show it yet, an exact repeat of a post is refused as X does.
 
 >>> x = FakeTwitter(username="ada_bot", page_size=10)
->>> x.tweet_as("bob", "@ada_bot what's new?")
+>>> x.tweet_as("bob", "@ada_bot what's new?").author_username
+'bob'
 >>> x.limit_rate(("mentions",), calls=5)       # 5 pages per 15 minutes
 >>> x.time_out_after_accepting()              # the next post is out, but the call fails
 >>> x.time_out_after_accepting(unseen_for=timedelta(minutes=10))  # ...and timelines lag
->>> await bot.start()  # the bot answers; x.posts holds what it posted
+
+A bot given ``x`` as its transport answers; ``x.posts`` holds what it posted.
 """
 
 from __future__ import annotations

@@ -46,7 +46,8 @@ def call_tool(
 ) -> ToolCalls:
     """The scripted model calls the tool ``name`` with ``arguments``.
 
-    >>> server.reply(call_tool("weather", {"city": "Paris"}), "It is sunny in Paris.")
+    >>> call_tool("weather", {"city": "Paris"})  # for ScriptedOpenAI.reply, before a text
+    ToolCalls(calls=(ScriptedCall(name='weather', arguments={'city': 'Paris'}),), text='')
     """
     return ToolCalls((ScriptedCall(name, {} if arguments is None else arguments),), text)
 

@@ -15,9 +15,14 @@ if TYPE_CHECKING:
 class ToolContext:
     """The turn a tool runs in. Type a tool's first parameter as ``ToolContext`` to get it.
 
+    >>> from liz import BaseAgent, Character
+    >>> agent = BaseAgent(Character(agent_id="shop", name="Shop", system="You sell."))
     >>> @agent.tool
     ... async def my_orders(ctx: ToolContext) -> list[str]:
-    ...     return await orders_of(ctx.user_id)
+    ...     \"\"\"The orders of the user asking.\"\"\"
+    ...     return [f"A1 of {ctx.user_id}"]
+    >>> list(agent.tools)
+    ['my_orders']
     """
 
     runtime: Runtime

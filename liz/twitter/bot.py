@@ -1,9 +1,6 @@
 """The Twitter/X bot: a post loop and a reply loop for one agent, run by one process at a time.
 
->>> bot = TwitterBot(agent, framework, transport, TwitterSettings())
->>> await bot.start()   # returns at once; the loops run as asyncio tasks
->>> ...
->>> await bot.stop()
+``TwitterBot.start`` returns at once, the loops running as asyncio tasks, until ``stop``.
 """
 
 from __future__ import annotations

@@ -8,9 +8,6 @@ miss raises :class:`TwitterPostUnconfirmed` and nothing is posted, and the calle
 looks again later (several times, spaced out by the loop's backoff or polling).
 Only a lookup made after the wait that still finds nothing lets the tweet be
 posted again (:mod:`liz.twitter.outbox`, where X's duplicate refusal is the last guard).
-
->>> found = await look_before_posting_again(ctx, row, parent, count)  # raises while waiting
->>> tweet = found if found is not None else await post(...)  # no call began, or X hid it
 """
 
 from __future__ import annotations

@@ -28,9 +28,8 @@ which tweet X made of it after. From that:
   and ends there (logged as an error) if X has not shown it within twice the wait.
   Either way it is stored in ``Tweet`` once X shows it (:mod:`liz.twitter.unseen_posts`).
 
->>> async with ctx.sessions() as session, session.begin():
-...     await plan_thread(session, account_id=ctx.account.id, key=key, texts=texts, ...)
->>> tweet_ids = await send_thread(ctx, key)
+A thread is planned with :func:`plan_thread` in the caller's transaction, then posted
+with :func:`send_thread`.
 """
 
 from __future__ import annotations

@@ -8,9 +8,6 @@ call fails part way (a rate limit, an outage), it keeps the pages it has read
 and where the next one starts, so the next read with the same cursor goes on
 from there instead of starting over: a storm of mentions is read over as many
 polls as the rate limits need.
-
->>> reader = TimelineReader(fetch_mentions_page)
->>> tweets = await reader.read(since_id=cursor)   # every tweet above the cursor
 """
 
 from __future__ import annotations

@@ -3,10 +3,6 @@
 A rate limit from X waits until the reset X reported; an LLM endpoint's
 ``Retry-After`` is honoured; anything else backs off exponentially with jitter.
 Failures no waiting will cure (bad credentials, no LLM) are raised at once.
-
->>> async for attempt in bot_retrying(settings, clock, what="post cycle"):
-...     with attempt:
-...         await write_and_post(ctx)
 """
 
 from __future__ import annotations

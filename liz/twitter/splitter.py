@@ -49,7 +49,8 @@ class _Atom:
 def split_into_tweets(text: str, max_length: int = MAX_TWEET_LENGTH) -> list[str]:
     """The tweets of a thread holding ``text``, in order; ``[]`` for blank text.
 
-    >>> split_into_tweets("First sentence. " * 30)   # -> two or more tweets, whole sentences
+    >>> [len(tweet) for tweet in split_into_tweets("First sentence. " * 30)]  # whole sentences
+    [271, 207]
     """
     if max_length < MIN_TWEET_LENGTH:
         raise UsageError(

@@ -11,10 +11,8 @@ per wait (lookups read the account's timeline back to the lost call, so they are
 spaced out, as X's rate limits want), and records each one found like any posted
 tweet: its id in the outbox, the tweet in ``Tweet``. One X has not shown within
 :data:`LOOKED_FOR` of its first call is no longer looked for; it stays in the
-outbox, where ``liz twitter outbox`` shows it.
-
->>> unseen = UnseenPosts(ctx)
->>> await unseen.look()  # each reply cycle; does nothing until the next lookup is due
+outbox, where ``liz twitter outbox`` shows it. The reply loop calls
+:meth:`UnseenPosts.look` each cycle; it does nothing until the next lookup is due.
 """
 
 from __future__ import annotations
