@@ -174,8 +174,8 @@ class _Run:
     """One run of a composed chain through its steps.
 
     A class, not a closure that calls itself: such a closure is a reference cycle, which
-    kept every request (its 100 memories, its trace) alive until the garbage collector
-    came by, and made each of its passes walk them all.
+    would keep every request (its memories, its trace) alive until the garbage collector
+    came by.
     """
 
     __slots__ = ("last_called", "next", "req", "res", "steps")

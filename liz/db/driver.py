@@ -165,8 +165,9 @@ def _commit(db: sqlite3.Connection, work: Sequence[tuple[str, list[Any]]]) -> No
 async def connect(engine: AsyncEngine) -> AsyncIterator[Driver]:
     """A connection of ``engine``'s pool, as the driver's own, given back on exit.
 
-    Taken without a SQLAlchemy ``Connection`` around it (a third of a read's cost),
-    and given back in a greenlet, where the pool's reset can reach the driver.
+    Taken without a SQLAlchemy ``Connection`` around it (whose bookkeeping would cost
+    more than a short read), and given back in a greenlet, where the pool's reset can
+    reach the driver.
     """
     sqlite = engine.dialect.name == "sqlite"
     try:

@@ -97,10 +97,10 @@ PING_AFTER_IDLE_S = 30.0
 def _replace_dropped_connections(engine: AsyncEngine) -> None:
     """Check each PostgreSQL connection as it leaves the pool, at no cost when it is busy.
 
-    ``pool_pre_ping`` did it with a round-trip ping on every checkout, which asyncpg's
-    dialect sends as BEGIN, ``;``, ROLLBACK: three of the nine round trips of storing a
-    fact. A connection the server closed (a restart, ``pg_terminate_backend``) already
-    knows it is closed; only one idle for a while gets the real ping.
+    ``pool_pre_ping`` would ping on every checkout, three round trips with asyncpg
+    (BEGIN, ``;``, ROLLBACK). A connection the server closed (a restart,
+    ``pg_terminate_backend``) already knows it is closed; only one idle for a while gets
+    the real ping.
     """
 
     driver_error = engine.dialect.loaded_dbapi.Error

@@ -41,7 +41,7 @@ def fact_hash(text: str) -> str:
     """SHA-256 of the normalised text, hex: the duplicate check before any LLM call.
 
     Kept for the texts met most recently: a search breaks ties between its keyword
-    hits by hash, and hashing them all again was a third of its ranking's CPU time.
+    hits by hash, and would otherwise hash the same texts again on every search.
     """
     return hashlib.sha256(normalize_fact_text(text).encode("utf-8")).hexdigest()
 

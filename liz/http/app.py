@@ -120,16 +120,14 @@ YOUNG_OBJECTS_PER_COLLECTION = 5_000
 def freeze_startup_objects() -> None:
     """Keep what was built to start serving out of the garbage collector's way.
 
-    The modules, schemas, models and templates loaded at startup (about 200,000
-    objects) live as long as the process, yet every full collection walked them
-    all again: a pause of tens to hundreds of milliseconds, every thousand turns
-    or so. Frozen, they are never walked again.
+    The modules, schemas, models and templates loaded at startup live as long as the
+    process, yet every full collection would walk them all again, a pause each time.
+    Frozen, they are never walked again.
 
     A turn leaves no reference cycles behind (its objects go as it ends), so a pass
     over the youngest generation finds little garbage, only the objects of the turns
-    under way. Python starts one every 700 new objects, about once a turn under load;
-    :data:`YOUNG_OBJECTS_PER_COLLECTION` makes that about every twenty turns, which
-    took the collector from 8% of a loaded server's CPU to 3%.
+    under way: :data:`YOUNG_OBJECTS_PER_COLLECTION` makes such passes rarer than
+    Python's default of one every 700 new objects.
     """
     gc.collect()
     gc.freeze()

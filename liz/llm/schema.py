@@ -25,8 +25,8 @@ def response_schema(model: type[BaseModel]) -> tuple[dict[str, Any], bool]:
     properties required and no defaults. A model with free-form maps (``dict[str, X]``)
     cannot be closed; it is then sent non-strict and pydantic alone checks the answer.
 
-    Built once per model class (pydantic's schema generation cost ~1 ms a call, on
-    every structured answer); the schema returned is shared: read it, never change it.
+    Built once per model class (pydantic's schema generation is slow, and every
+    structured answer needs one); the schema returned is shared: read it, never change it.
     """
     schema = copy.deepcopy(model.model_json_schema())
     definitions = schema.get("$defs", {})

@@ -1,9 +1,8 @@
 """PostgreSQL's facts text index takes each new fact at once (no pending list).
 
 With GIN's default ``fastupdate``, new entries wait in a pending list that every
-search reads in full until a vacuum merges it: after 10k new facts that was 217
-pages, about 1 ms per searched word. Facts arrive one at a time, where the fast
-path saves little, so the index takes them directly. Nothing changes on SQLite.
+search reads in full until a vacuum merges it. Facts arrive one at a time, where the
+fast path saves little, so the index takes them directly. Nothing changes on SQLite.
 
 Revision ID: 0006_fact_search_direct
 Revises: 0005_idempotency_keys

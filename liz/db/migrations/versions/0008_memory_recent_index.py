@@ -1,10 +1,9 @@
 """The recent conversation is read from an index, newest first, without sorting.
 
 Every turn reads a user's newest messages with one agent. The index on
-(userId, agentId) found all of the user's messages and sorted them by time: 1.4 ms
-at 1,000 messages, growing with the conversation. The index on
-(userId, agentId, createdAt) hands over the newest ones directly (0.2 ms); it
-also serves every lookup the old index did, which goes.
+(userId, agentId) found all of the user's messages and sorted them by time, slower as
+the conversation grows. The index on (userId, agentId, createdAt) hands over the
+newest ones directly; it also serves every lookup the old index did, which goes.
 
 Revision ID: 0008_memory_recent_index
 Revises: 0007_learning_queue

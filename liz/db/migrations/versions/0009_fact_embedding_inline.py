@@ -4,7 +4,7 @@ pgvector's ``vector`` type is stored EXTERNAL: any vector past about 2 kB (512
 dimensions and up) goes out of line, in 2 kB chunks reached through the TOAST
 table's index. An exact search compares every fact of a scope (liz.facts.index.
 postgres does so for small scopes), and at 1536 dimensions it read six buffers per
-fact, four of them chunks: 12.7 ms for 1,000 facts. MAIN keeps the vector in the
+fact, four of them chunks. MAIN keeps the vector in the
 row (one page per fact at 1536 dimensions) and moves it out only when the row
 would not fit in a page otherwise, so larger embeddings still work. Rows written
 from now on are stored so; existing ones move when they are next written.

@@ -3,8 +3,8 @@
 Migration 0009 keeps the embedding in the row (storage MAIN), but MAIN still lets
 PostgreSQL compress a row past about 2 kB (``toast_tuple_target``), and an embedding
 whose numbers repeat (many zeros, as a hashed bag of words has) compresses well: an
-exact search then decompressed every fact it compared, 6 kB each at 1536 dimensions
-(5.4 ms for 1,000 such facts, 1.4 ms uncompressed). The target is raised to a page:
+exact search then decompressed every fact it compared, 6 kB each at 1536 dimensions.
+The target is raised to a page:
 a row that fits is stored as it is, and only a larger one is compressed or moved out.
 Real embeddings hardly compress, so for them little changes; rows written from now
 on are stored so, existing ones when they are next written.
