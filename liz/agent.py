@@ -30,8 +30,8 @@ class BaseAgent:
     ...     await res.send("Hello!")
     >>> agent = BaseAgent(Character(agent_id="ada", name="Ada", system="You help."))
     >>> agent.add_route(Route("conversation", "Chat with the user", chat))
-    >>> [route.name for route in agent.get_routes()]
-    ['conversation']
+    >>> agent.get_routes()[0].name
+    'conversation'
     """
 
     def __init__(

@@ -10,8 +10,8 @@
 >>> chef = app.add_agent(BaseAgent(Character(agent_id="chef", name="Chef", system="You cook.")))
 >>> app = app.use(log_timing)            # runs for every input, before the standard steps
 >>> chef = chef.use(no_shouting)         # runs for the chef's inputs only
->>> sorted(app.agents)
-['chef']
+>>> app.agent("chef") is chef
+True
 
 Serve it with ``liz serve myapp:app`` (or ``uvicorn myapp:app``), talk to it with
 ``liz chat myapp:app --agent chef``, run its X account with ``liz twitter myapp:app

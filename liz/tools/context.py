@@ -21,8 +21,8 @@ class ToolContext:
     ... async def my_orders(ctx: ToolContext) -> list[str]:
     ...     \"\"\"The orders of the user asking.\"\"\"
     ...     return [f"A1 of {ctx.user_id}"]
-    >>> list(agent.tools)
-    ['my_orders']
+    >>> "my_orders" in agent.tools
+    True
     """
 
     runtime: Runtime
