@@ -21,7 +21,7 @@ from __future__ import annotations
 import collections
 import sqlite3
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import h11
 from sqlalchemy.dialects.sqlite.aiosqlite import (
@@ -30,7 +30,9 @@ from sqlalchemy.dialects.sqlite.aiosqlite import (
     AsyncAdapt_aiosqlite_dbapi,
 )
 from sqlalchemy.util import await_
-from uvicorn.protocols.http.h11_impl import H11Protocol
+
+if TYPE_CHECKING:
+    from uvicorn.protocols.http.h11_impl import H11Protocol
 
 __all__ = [
     "H11Protocol",
@@ -155,6 +157,15 @@ def one_hop_dbapi() -> AsyncAdapt_aiosqlite_dbapi:
 # H11Protocol is what ``uvicorn.run(http="h11")`` serves with; a subclass passed as
 # ``http=`` may watch each connection. Its ``conn`` (the h11.Connection), ``transport``
 # and ``loop`` are set by uvicorn and read here and by liz.http.slow_clients.
+
+
+def __getattr__(name: str) -> Any:
+    # Imported on first use: the database's users need not load uvicorn.
+    if name == "H11Protocol":
+        from uvicorn.protocols.http.h11_impl import H11Protocol
+
+        return H11Protocol
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def awaiting_request_headers(protocol: H11Protocol) -> bool:
