@@ -77,10 +77,17 @@ async def test_pool_settings_are_applied(database_url: str) -> None:
     finally:
         await engine.dispose()
 
-    sized = create_engine(database_url, _settings(db_pool_size=7, db_max_overflow=3))
+    # Two kept and one overflow: three connections at once, and the fourth waits, then fails.
+    sized = create_engine(
+        database_url, _settings(db_pool_size=2, db_max_overflow=1, db_pool_timeout=0.2)
+    )
     try:
-        assert sized.pool.size() == 7  # type: ignore[attr-defined]
-        assert sized.pool._max_overflow == 3  # type: ignore[attr-defined]
+        async with sized.connect() as a, sized.connect() as b, sized.connect() as c:
+            for held in (a, b, c):
+                await held.execute(text("SELECT 1"))
+            with pytest.raises(PoolTimeout):
+                async with sized.connect() as fourth:
+                    await fourth.execute(text("SELECT 1"))
     finally:
         await sized.dispose()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from datetime import UTC, datetime
 
 import aiohttp
@@ -31,7 +32,7 @@ def http_response(status: int, headers: dict[str, str]) -> requests.Response:
     response = requests.Response()
     response.status_code = status
     response.reason = "Too Many Requests"
-    response._content = b'{"title": "Too Many Requests", "status": 429}'
+    response.raw = io.BytesIO(b'{"title": "Too Many Requests", "status": 429}')
     response.headers.update(headers)
     return response
 
@@ -87,7 +88,7 @@ def forbidden(body: bytes) -> tweepy.Forbidden:
     response = requests.Response()
     response.status_code = 403
     response.reason = "Forbidden"
-    response._content = body
+    response.raw = io.BytesIO(body)
     return tweepy.Forbidden(response)
 
 
