@@ -11,26 +11,31 @@ import json
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
+from markupsafe import Markup, escape
+from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from liz.facts.http import FACTS as FACTS_ROUTE
-from liz.http.approvals_openapi import TOOL_SSE_EVENTS, approval_operations
-from liz.http.openapi_schemas import SCHEMAS, Schema, ref, string
-from liz.observe.openapi_paths import OBSERVE_PATHS
+from liz.http import bodies
+from liz.http.bodies import ref
 from liz.playground.pages import render_page
+from liz.types import AgentReply
 
 # The facts path as the document writes it: without the routes' `:segment` converters.
 FACTS = FACTS_ROUTE.replace(":segment", "")
 
-SSE_EVENTS = {
-    "token": ("TokenEvent", "A piece of the reply; many, in order"),
-    "trace": ("Trace", "Only with ?trace=1: what the turn did, once, before reply or error"),
-    "reply": ("AgentReply", "The whole reply, last (without trace)"),
-    "error": ("StreamError", "The turn failed, last"),
-    **TOOL_SSE_EVENTS,
+# A streamed reply's events: name -> (body, meaning).
+SSE_EVENTS: dict[str, tuple[type[BaseModel], str]] = {
+    "token": (bodies.TokenEvent, "A piece of the reply; many, in order"),
+    "tool_call": (bodies.ToolCallEvent, "The model called a tool (before it runs)"),
+    "tool_result": (bodies.ToolResultEvent, "What a call gave, or its error, once it ended"),
+    "trace": (bodies.Trace, "Only with `?trace=1`: what the turn did, once, before the end"),
+    "reply": (AgentReply, "The whole reply, last (without trace)"),
+    "error": (bodies.StreamError, "The turn failed, last"),
 }
+# Every failure's status and meaning; a route lists the ones it may answer with errors(...).
 FAILURES = {
     "400": "The request is wrong; the error says what to fix",
     "401": "LIZ_API_KEY is set and the request lacks it (or a user token)",
@@ -45,222 +50,275 @@ FAILURES = {
     "503": "The LLM or the database is not there (not configured, or down; see Retry-After)",
     "504": "The request took longer than LIZ_REQUEST_TIMEOUT",
 }
+Item = dict[str, Any]
 
 
-def error_responses(*statuses: str) -> dict[str, Any]:
+def errors(*statuses: str) -> Item:
+    """The failures an operation may answer with, each an ``Error`` body."""
     return {status: {"$ref": f"#/components/responses/{status}"} for status in statuses}
 
 
-def json_body(schema: Schema, description: str) -> dict[str, Any]:
-    return {"description": description, "content": {"application/json": {"schema": schema}}}
+def body(model: type[BaseModel], description: str) -> Item:
+    """A JSON response whose body is ``model``."""
+    return {"description": description, "content": {"application/json": {"schema": ref(model)}}}
 
 
-def html_page(description: str) -> dict[str, Any]:
-    return {"description": description, "content": {"text/html": {"schema": string("HTML")}}}
+def content(media_type: str, description: str) -> Item:
+    """A response that is not JSON (a page, an icon, Prometheus text)."""
+    return {"description": description, "content": {media_type: {"schema": {"type": "string"}}}}
 
 
-def query(name: str, description: str, schema: Schema) -> dict[str, Any]:
+def param(name: str, where: str, description: str, **schema: Any) -> Item:
     return {
         "name": name,
-        "in": "query",
-        "required": False,
+        "in": where,
+        "required": where == "path",
         "description": description,
-        "schema": schema,
+        "schema": {"type": "string", **schema},
     }
 
 
-FACT_PATH_PARAMS = [
-    {"name": name, "in": "path", "required": True, "schema": {"type": "string"}, "description": d}
-    for name, d in (("agentId", "The agent"), ("userId", "The user"))
-]
-FACT_ID = {"name": "factId", "in": "path", "required": True, "schema": {"type": "string"}}
-PATH_KEYS = {"parameters"}
-PAGE_REFUSED = html_page("LIZ_API_KEY is set and the request lacks it: a page asking for the key")
+def operation(
+    tag: str,
+    summary: str,
+    responses: Item,
+    *,
+    description: str | None = None,
+    request: type[BaseModel] | None = None,
+    parameters: list[Item] | None = None,
+    security: list[Item] | None = None,
+) -> Item:
+    """One operation; ``request`` is the model of its JSON body."""
+    item: Item = {"tags": [tag], "summary": summary}
+    if description is not None:
+        item["description"] = description
+    if security is not None:
+        item["security"] = security
+    if parameters:
+        item["parameters"] = parameters
+    if request is not None:
+        item["requestBody"] = {
+            "required": True,
+            "content": {"application/json": {"schema": ref(request)}},
+        }
+    item["responses"] = responses
+    return item
 
 
-def operations() -> dict[str, dict[str, Any]]:
-    """Every operation liz can serve, by path and method."""
-    sse_description = "\n".join(
-        f"- `{name}`: {ref_name} — {meaning}" for name, (ref_name, meaning) in SSE_EVENTS.items()
+def reply_or_events(description: str) -> Item:
+    """A reply as JSON, or as server-sent events (``Accept: text/event-stream``)."""
+    events = "\n".join(
+        f"- `{name}`: {model.__name__} — {meaning}" for name, (model, meaning) in SSE_EVENTS.items()
     )
-    events = {name: ref(ref_name) for name, (ref_name, _) in SSE_EVENTS.items()}
+    stream = {
+        "schema": {"type": "string", "description": "Server-sent events"},
+        "x-liz-events": {name: ref(model) for name, (model, _) in SSE_EVENTS.items()},
+    }
     return {
-        **approval_operations(sse_description, events),
+        "description": f"{description} Each event is `event: <name>` and `data: <JSON>`:\n"
+        + events,
+        "content": {
+            "application/json": {"schema": ref(AgentReply)},
+            "text/event-stream": stream,
+        },
+    }
+
+
+PAGE = content("text/html", "The page")
+PAGE_REFUSED = content(
+    "text/html", "LIZ_API_KEY is set and the request lacks it: a page asking for the key"
+)
+FACT_PARAMS = [param("agentId", "path", "The agent"), param("userId", "path", "The user")]
+FACT_ID = param("factId", "path", "The fact")
+
+
+def operations() -> dict[str, Item]:
+    """Every operation liz can serve, by path and method."""
+    return {
         "/agent/input": {
-            "post": {
-                "tags": ["agents"],
-                "summary": "Send a message to an agent; get its reply",
-                "description": "JSON by default; server-sent events with "
+            "post": operation(
+                "agents",
+                "Send a message to an agent; get its reply",
+                {
+                    "200": reply_or_events("The reply; or, as server-sent events, its pieces."),
+                    **errors("400", "401", "403", "404", "409", "413", "415", "422"),
+                    **errors("500", "502", "503", "504"),
+                },
+                description="JSON by default; server-sent events with "
                 "`Accept: text/event-stream`. The turn's trace is added only when asked "
                 "for with `?trace=1`.",
-                "parameters": [
-                    query(
+                request=bodies.AgentInputBody,
+                parameters=[
+                    param(
                         "trace",
-                        "1 (or true): add the turn's trace",
-                        {"type": "string", "enum": ["0", "1", "true", "false"]},
+                        "query",
+                        "`1` (or `true`): add the turn's trace",
+                        enum=["0", "1", "true", "false"],
                     ),
-                    {
-                        "name": "Idempotency-Key",
-                        "in": "header",
-                        "required": False,
-                        "description": "A unique key (a UUID) sent again with every retry: "
-                        "a retry gets the first answer and stores nothing twice",
-                        "schema": {"type": "string", "minLength": 1, "maxLength": 255},
-                    },
+                    param(
+                        "Idempotency-Key",
+                        "header",
+                        "A unique key (a UUID) sent again with "
+                        "every retry: a retry gets the first answer and stores nothing twice",
+                        minLength=1,
+                        maxLength=255,
+                    ),
                 ],
-                "requestBody": {
-                    "required": True,
-                    "content": {"application/json": {"schema": ref("AgentInputBody")}},
+            )
+        },
+        "/agent/approvals/{approval_id}": {
+            "post": operation(
+                "agents",
+                "Approve or deny a tool call a turn left waiting; get the reply",
+                {
+                    "200": reply_or_events("The reply after the call ran or was refused."),
+                    **errors("400", "401", "403", "404", "409", "500", "502", "503"),
                 },
-                "responses": {
-                    "200": {
-                        "description": "The reply; or, as server-sent events, its pieces. "
-                        "Each event is `event: <name>` and `data: <JSON>`:\n" + sse_description,
-                        "content": {
-                            "application/json": {"schema": ref("AgentReply")},
-                            "text/event-stream": {
-                                "schema": string("Server-sent events"),
-                                "x-liz-events": {
-                                    name: ref(ref_name)
-                                    for name, (ref_name, _) in SSE_EVENTS.items()
-                                },
-                            },
-                        },
-                    },
-                    **error_responses(
-                        "400",
-                        "401",
-                        "403",
-                        "404",
-                        "409",
-                        "413",
-                        "415",
-                        "422",
-                        "500",
-                        "502",
-                        "503",
-                        "504",
-                    ),
-                },
-            }
+                description="Only the approval's user (by token) or the server key may "
+                "decide. JSON by default; server-sent events with `Accept: text/event-stream`. "
+                "A 502 or 503 after the call ran keeps the decision: the same decision sent "
+                "again gets the reply, and the call does not run again.",
+                request=bodies.ApprovalBody,
+                parameters=[param("approval_id", "path", "`pendingApproval.id` of the reply")],
+            )
         },
         "/agents": {
-            "get": {
-                "tags": ["agents"],
-                "summary": "List the agents and their routes",
-                "responses": {
-                    "200": json_body(ref("Agents"), "The agents"),
-                    **error_responses("401", "500"),
-                },
-            }
+            "get": operation(
+                "agents",
+                "List the agents and their routes",
+                {"200": body(bodies.Agents, "The agents"), **errors("401", "500")},
+            )
         },
-        **OBSERVE_PATHS,
-        "/health": {
-            "get": {
-                "tags": ["server"],
-                "summary": "Whether the database is reachable and an LLM configured",
-                "description": "Always open, even with LIZ_API_KEY set.",
-                "security": [],
-                "responses": {
-                    "200": json_body(ref("Health"), "The server can work"),
-                    "503": json_body(ref("Health"), "The database is unreachable or cannot write"),
+        "/metrics": {
+            "get": operation(
+                "server",
+                "Prometheus metrics (text format)",
+                {"200": content("text/plain", "The metrics"), **errors("401", "500")},
+                description="Behind the API key unless `LIZ_METRICS_PUBLIC=true`.",
+            )
+        },
+        "/usage": {
+            "get": operation(
+                "server",
+                "LLM tokens and cost per agent, user, day or model",
+                {
+                    "200": body(bodies.UsageReport, "The totals"),
+                    **errors("400", "401", "500", "503"),
                 },
-            }
+                parameters=[
+                    param("by", "query", "Group by", enum=["agent", "user", "day", "model"]),
+                    param("agentId", "query", "Only this agent"),
+                    param("userId", "query", "Only this user"),
+                    param("since", "query", "From this day (YYYY-MM-DD)"),
+                    param("until", "query", "To this day, inclusive (YYYY-MM-DD)"),
+                ],
+            )
+        },
+        "/health": {
+            "get": operation(
+                "server",
+                "Whether the database is reachable and an LLM configured",
+                {
+                    "200": body(bodies.Health, "The server can work"),
+                    "503": body(bodies.Health, "The database is unreachable or cannot write"),
+                },
+                description="Always open, even with LIZ_API_KEY set.",
+                security=[],
+            )
         },
         FACTS: {
-            "parameters": FACT_PATH_PARAMS,
-            "get": {
-                "tags": ["facts"],
-                "summary": "List a user's facts, or search them (?q=)",
-                "parameters": [
-                    query("q", "Words to search for, by meaning", {"type": "string"}),
-                    query(
+            "parameters": FACT_PARAMS,
+            "get": operation(
+                "facts",
+                "List a user's facts, or search them (`?q=`)",
+                {
+                    "200": body(bodies.FactList, "The facts"),
+                    "409": body(bodies.Error, "Facts embedded with another model: reindex"),
+                    **errors("400", "401", "403", "404", "500", "503"),
+                },
+                parameters=[
+                    param("q", "query", "Words to search for, by meaning"),
+                    param(
                         "limit",
+                        "query",
                         "At most this many (1 to 1000)",
-                        {"type": "integer", "minimum": 1, "maximum": 1000},
+                        type="integer",
+                        minimum=1,
+                        maximum=1000,
                     ),
-                    query(
+                    param(
                         "includeRetired",
+                        "query",
                         "Also retired facts (list only)",
-                        {"type": "string", "enum": ["true", "false"]},
+                        enum=["true", "false"],
                     ),
                 ],
-                "responses": {
-                    "200": json_body(ref("FactList"), "The facts"),
-                    "409": json_body(ref("Error"), "Facts embedded with another model: reindex"),
-                    **error_responses("400", "401", "403", "404", "500", "503"),
-                },
-            },
+            ),
         },
         FACTS + "/{factId}": {
-            "parameters": [*FACT_PATH_PARAMS, FACT_ID],
-            "get": {
-                "tags": ["facts"],
-                "summary": "One fact",
-                "responses": {
-                    "200": json_body(ref("Fact"), "The fact"),
-                    **error_responses("401", "403", "404", "500", "503"),
+            "parameters": [*FACT_PARAMS, FACT_ID],
+            "get": operation(
+                "facts",
+                "One fact",
+                {"200": body(bodies.Fact, "The fact"), **errors("401", "403", "404", "500", "503")},
+            ),
+            "delete": operation(
+                "facts",
+                "Retire a fact (its history stays)",
+                {
+                    "200": body(bodies.Fact, "The fact, now retired"),
+                    **errors("400", "401", "403", "404", "500", "503"),
                 },
-            },
-            "delete": {
-                "tags": ["facts"],
-                "summary": "Retire a fact (its history stays)",
-                "responses": {
-                    "200": json_body(ref("Fact"), "The fact, now retired"),
-                    **error_responses("400", "401", "403", "404", "500", "503"),
-                },
-            },
+            ),
         },
         FACTS + "/{factId}/history": {
-            "parameters": [*FACT_PATH_PARAMS, FACT_ID],
-            "get": {
-                "tags": ["facts"],
-                "summary": "A fact's history: every change, oldest first",
-                "responses": {
-                    "200": json_body(ref("FactHistory"), "The changes"),
-                    **error_responses("401", "403", "404", "500", "503"),
+            "parameters": [*FACT_PARAMS, FACT_ID],
+            "get": operation(
+                "facts",
+                "A fact's history: every change, oldest first",
+                {
+                    "200": body(bodies.FactHistory, "The changes"),
+                    **errors("401", "403", "404", "500", "503"),
                 },
-            },
+            ),
         },
         "/playground": {
-            "get": {
-                "tags": ["pages"],
-                "summary": "The playground page: chat with an agent and see why it answered so",
-                "description": "Off with LIZ_PLAYGROUND=false. The page holds no data; it "
+            "get": operation(
+                "pages",
+                "The playground page: chat with an agent and see why it answered so",
+                {"200": PAGE, "401": PAGE_REFUSED},
+                description="Off with `LIZ_PLAYGROUND=false`. The page holds no data; it "
                 "calls the API above.",
-                "responses": {"200": html_page("The page"), "401": PAGE_REFUSED},
-            }
+            )
         },
         "/openapi.json": {
-            "get": {
-                "tags": ["pages"],
-                "summary": "This document",
-                "responses": {
-                    "200": json_body({"type": "object"}, "The OpenAPI 3.1 document"),
-                    **error_responses("401"),
+            "get": operation(
+                "pages",
+                "This document",
+                {
+                    "200": {
+                        "description": "The OpenAPI 3.1 document",
+                        "content": {"application/json": {"schema": {"type": "object"}}},
+                    },
+                    **errors("401"),
                 },
-            }
+            )
         },
         "/docs": {
-            "get": {
-                "tags": ["pages"],
-                "summary": "This document as a page to read",
-                "description": "The descriptions' Markdown is rendered on the server: the page "
+            "get": operation(
+                "pages",
+                "This document as a page to read",
+                {"200": PAGE, "401": PAGE_REFUSED},
+                description="The descriptions' Markdown is rendered on the server: the page "
                 "needs nothing from elsewhere.",
-                "responses": {"200": html_page("The page"), "401": PAGE_REFUSED},
-            }
+            )
         },
         "/favicon.ico": {
-            "get": {
-                "tags": ["pages"],
-                "summary": "The server's icon (SVG), for browsers' tabs",
-                "responses": {
-                    "200": {
-                        "description": "The icon",
-                        "content": {"image/svg+xml": {"schema": string("SVG")}},
-                    }
-                },
-            }
+            "get": operation(
+                "pages",
+                "The server's icon (SVG), for browsers' tabs",
+                {"200": content("image/svg+xml", "The icon")},
+            )
         },
     }
 
@@ -283,7 +341,7 @@ def openapi_document(routes: list[BaseRoute]) -> dict[str, Any]:
     for path, item in operations().items():
         methods = served.get(path, set())
         if methods & item.keys():
-            paths[path] = {key: value for key, value in item.items() if key in methods | PATH_KEYS}
+            paths[path] = {k: v for k, v in item.items() if k in methods or k == "parameters"}
     return {
         "openapi": "3.1.0",
         "info": {
@@ -295,9 +353,9 @@ def openapi_document(routes: list[BaseRoute]) -> dict[str, Any]:
         "security": [{}, {"bearer": []}],
         "paths": paths,
         "components": {
-            "schemas": SCHEMAS,
+            "schemas": bodies.schemas(),
             "responses": {
-                status: json_body(ref("Error"), meaning) for status, meaning in FAILURES.items()
+                status: body(bodies.Error, meaning) for status, meaning in FAILURES.items()
             },
             "securitySchemes": {
                 "bearer": {
@@ -324,12 +382,27 @@ async def openapi_json(request: Request) -> Response:
 
 async def docs_page(request: Request) -> Response:
     document = openapi_document(request.app.routes)
-    schemas = {name: json.dumps(schema, indent=2) for name, schema in SCHEMAS.items()}
-    return render_page("docs.html", document=document, schemas=schemas, as_json=_pretty)
+    return render_page("docs.html", document=document, type_of=type_of)
 
 
-def _pretty(value: Any) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False)
+def type_of(schema: dict[str, Any]) -> Markup:
+    """A schema as the page names its type: a link to a named schema, or a short phrase."""
+    if "$ref" in schema:
+        name = escape(schema["$ref"].split("/")[-1])
+        return Markup(f'<a href="#schema-{name}">{name}</a>')
+    for key in ("anyOf", "oneOf", "allOf"):
+        if key in schema:
+            return Markup(" or ").join(type_of(part) for part in schema[key])
+    if "enum" in schema:
+        return Markup("one of ") + Markup(", ").join(
+            Markup("<code>%s</code>") % json.dumps(value) for value in schema["enum"]
+        )
+    kind = schema.get("type", "any JSON")
+    if kind == "array":
+        return Markup("array of ") + type_of(schema.get("items", {}))
+    if kind == "object" and isinstance(schema.get("additionalProperties"), dict):
+        return Markup("object of ") + type_of(schema["additionalProperties"])
+    return escape(f"{kind} ({schema['format']})" if "format" in schema else kind)
 
 
 def api_doc_routes() -> list[BaseRoute]:
