@@ -1,8 +1,11 @@
 """The API described: an OpenAPI 3.1 document at ``GET /openapi.json`` and the same
 document as a page people read at ``GET /docs`` (our own template, works offline).
 
-The document lists exactly the routes the app serves (no ``/playground`` when
-``LIZ_PLAYGROUND=false``); a test checks that every route is in it.
+Each body's schema is generated from its model (:mod:`liz.http.bodies`); this module
+declares the operations: one :func:`operation` per method and path, its answer, and the
+failures it may answer with (:data:`FAILURES`, each an ``Error`` body). The document lists
+exactly the routes the app serves (no ``/playground`` when ``LIZ_PLAYGROUND=false``); a
+test checks that every route is in it.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from liz.http.bodies import ref
 from liz.playground.pages import render_page
 from liz.types import AgentReply
 
+Item = dict[str, Any]
 # The facts path as the document writes it: without the routes' `:segment` converters.
 FACTS = FACTS_ROUTE.replace(":segment", "")
 
@@ -35,7 +39,7 @@ SSE_EVENTS: dict[str, tuple[type[BaseModel], str]] = {
     "reply": (AgentReply, "The whole reply, last (without trace)"),
     "error": (bodies.StreamError, "The turn failed, last"),
 }
-# Every failure's status and meaning; a route lists the ones it may answer with errors(...).
+# Every failure's status and meaning; an operation names those it may answer with.
 FAILURES = {
     "400": "The request is wrong; the error says what to fix",
     "401": "LIZ_API_KEY is set and the request lacks it (or a user token)",
@@ -50,277 +54,171 @@ FAILURES = {
     "503": "The LLM or the database is not there (not configured, or down; see Retry-After)",
     "504": "The request took longer than LIZ_REQUEST_TIMEOUT",
 }
-Item = dict[str, Any]
-
-
-def errors(*statuses: str) -> Item:
-    """The failures an operation may answer with, each an ``Error`` body."""
-    return {status: {"$ref": f"#/components/responses/{status}"} for status in statuses}
 
 
 def body(model: type[BaseModel], description: str) -> Item:
-    """A JSON response whose body is ``model``."""
+    """A JSON answer whose body is ``model``."""
     return {"description": description, "content": {"application/json": {"schema": ref(model)}}}
 
 
-def content(media_type: str, description: str) -> Item:
-    """A response that is not JSON (a page, an icon, Prometheus text)."""
-    return {"description": description, "content": {media_type: {"schema": {"type": "string"}}}}
+def text(media_type: str, description: str, kind: str = "string") -> Item:
+    """An answer without a model: a page, an icon, Prometheus text, this document."""
+    return {"description": description, "content": {media_type: {"schema": {"type": kind}}}}
 
 
 def param(name: str, where: str, description: str, **schema: Any) -> Item:
-    return {
-        "name": name,
-        "in": where,
-        "required": where == "path",
-        "description": description,
-        "schema": {"type": "string", **schema},
-    }
+    """A parameter ``in`` path, query or header; a string unless ``schema`` says more."""
+    kept = {"name": name, "in": where, "required": where == "path", "description": description}
+    return kept | {"schema": {"type": "string", **schema}}
 
 
 def operation(
     tag: str,
     summary: str,
-    responses: Item,
+    ok: Item,
+    failures: str = "",
     *,
     description: str | None = None,
     request: type[BaseModel] | None = None,
-    parameters: list[Item] | None = None,
+    parameters: tuple[Item, ...] = (),
+    responses: Item | None = None,
     security: list[Item] | None = None,
 ) -> Item:
-    """One operation; ``request`` is the model of its JSON body."""
+    """One operation: its 200 answer ``ok``, the statuses of ``FAILURES`` it may answer
+    with (``"401 500"``), other answers (``responses``), and the model of its JSON body."""
     item: Item = {"tags": [tag], "summary": summary}
     if description is not None:
         item["description"] = description
     if security is not None:
         item["security"] = security
     if parameters:
-        item["parameters"] = parameters
+        item["parameters"] = list(parameters)
     if request is not None:
-        item["requestBody"] = {
-            "required": True,
-            "content": {"application/json": {"schema": ref(request)}},
-        }
-    item["responses"] = responses
+        content = {"application/json": {"schema": ref(request)}}
+        item["requestBody"] = {"required": True, "content": content}
+    failed = {status: {"$ref": f"#/components/responses/{status}"} for status in failures.split()}
+    item["responses"] = {"200": ok, **(responses or {}), **failed}
     return item
 
 
 def reply_or_events(description: str) -> Item:
     """A reply as JSON, or as server-sent events (``Accept: text/event-stream``)."""
-    events = "\n".join(
-        f"- `{name}`: {model.__name__} — {meaning}" for name, (model, meaning) in SSE_EVENTS.items()
+    events = "".join(
+        f"\n- `{name}`: {m.__name__} — {what}" for name, (m, what) in SSE_EVENTS.items()
     )
     stream = {
         "schema": {"type": "string", "description": "Server-sent events"},
         "x-liz-events": {name: ref(model) for name, (model, _) in SSE_EVENTS.items()},
     }
     return {
-        "description": f"{description} Each event is `event: <name>` and `data: <JSON>`:\n"
-        + events,
-        "content": {
-            "application/json": {"schema": ref(AgentReply)},
-            "text/event-stream": stream,
-        },
+        "description": f"{description} Each event is `event: <name>` and `data: <JSON>`:{events}",
+        "content": {"application/json": {"schema": ref(AgentReply)}, "text/event-stream": stream},
     }
 
 
-PAGE = content("text/html", "The page")
-PAGE_REFUSED = content(
+PAGE = text("text/html", "The page")
+PAGE_REFUSED = text(
     "text/html", "LIZ_API_KEY is set and the request lacks it: a page asking for the key"
 )
-FACT_PARAMS = [param("agentId", "path", "The agent"), param("userId", "path", "The user")]
-FACT_ID = param("factId", "path", "The fact")
+FACT = (param("agentId", "path", "The agent"), param("userId", "path", "The user"))
+FACT_ID = (*FACT, param("factId", "path", "The fact"))
+TRACE = param(
+    "trace", "query", "`1` (or `true`): add the turn's trace", enum=["0", "1", "true", "false"]
+)
+IDEMPOTENCY_KEY = param(
+    "Idempotency-Key", "header", "A unique key (a UUID) sent again with every retry: a retry "
+    "gets the first answer and stores nothing twice", minLength=1, maxLength=255,
+)  # fmt: skip
+USAGE = (
+    param("by", "query", "Group by", enum=["agent", "user", "day", "model"]),
+    param("agentId", "query", "Only this agent"),
+    param("userId", "query", "Only this user"),
+    param("since", "query", "From this day (YYYY-MM-DD)"),
+    param("until", "query", "To this day, inclusive (YYYY-MM-DD)"),
+)
+FACTS_QUERY = (
+    param("q", "query", "Words to search for, by meaning"),
+    param("limit", "query", "At most this many", type="integer", minimum=1, maximum=1000),
+    param("includeRetired", "query", "Also retired facts (list only)", enum=["true", "false"]),
+)  # fmt: skip
+STREAMS = "JSON by default; server-sent events with `Accept: text/event-stream`."
 
 
 def operations() -> dict[str, Item]:
-    """Every operation liz can serve, by path and method."""
+    """Every operation liz can serve, by ``"method path"``."""
     return {
-        "/agent/input": {
-            "post": operation(
-                "agents",
-                "Send a message to an agent; get its reply",
-                {
-                    "200": reply_or_events("The reply; or, as server-sent events, its pieces."),
-                    **errors("400", "401", "403", "404", "409", "413", "415", "422"),
-                    **errors("500", "502", "503", "504"),
-                },
-                description="JSON by default; server-sent events with "
-                "`Accept: text/event-stream`. The turn's trace is added only when asked "
-                "for with `?trace=1`.",
-                request=bodies.AgentInputBody,
-                parameters=[
-                    param(
-                        "trace",
-                        "query",
-                        "`1` (or `true`): add the turn's trace",
-                        enum=["0", "1", "true", "false"],
-                    ),
-                    param(
-                        "Idempotency-Key",
-                        "header",
-                        "A unique key (a UUID) sent again with "
-                        "every retry: a retry gets the first answer and stores nothing twice",
-                        minLength=1,
-                        maxLength=255,
-                    ),
-                ],
-            )
-        },
-        "/agent/approvals/{approval_id}": {
-            "post": operation(
-                "agents",
-                "Approve or deny a tool call a turn left waiting; get the reply",
-                {
-                    "200": reply_or_events("The reply after the call ran or was refused."),
-                    **errors("400", "401", "403", "404", "409", "500", "502", "503"),
-                },
-                description="Only the approval's user (by token) or the server key may "
-                "decide. JSON by default; server-sent events with `Accept: text/event-stream`. "
-                "A 502 or 503 after the call ran keeps the decision: the same decision sent "
-                "again gets the reply, and the call does not run again.",
-                request=bodies.ApprovalBody,
-                parameters=[param("approval_id", "path", "`pendingApproval.id` of the reply")],
-            )
-        },
-        "/agents": {
-            "get": operation(
-                "agents",
-                "List the agents and their routes",
-                {"200": body(bodies.Agents, "The agents"), **errors("401", "500")},
-            )
-        },
-        "/metrics": {
-            "get": operation(
-                "server",
-                "Prometheus metrics (text format)",
-                {"200": content("text/plain", "The metrics"), **errors("401", "500")},
-                description="Behind the API key unless `LIZ_METRICS_PUBLIC=true`.",
-            )
-        },
-        "/usage": {
-            "get": operation(
-                "server",
-                "LLM tokens and cost per agent, user, day or model",
-                {
-                    "200": body(bodies.UsageReport, "The totals"),
-                    **errors("400", "401", "500", "503"),
-                },
-                parameters=[
-                    param("by", "query", "Group by", enum=["agent", "user", "day", "model"]),
-                    param("agentId", "query", "Only this agent"),
-                    param("userId", "query", "Only this user"),
-                    param("since", "query", "From this day (YYYY-MM-DD)"),
-                    param("until", "query", "To this day, inclusive (YYYY-MM-DD)"),
-                ],
-            )
-        },
-        "/health": {
-            "get": operation(
-                "server",
-                "Whether the database is reachable and an LLM configured",
-                {
-                    "200": body(bodies.Health, "The server can work"),
-                    "503": body(bodies.Health, "The database is unreachable or cannot write"),
-                },
-                description="Always open, even with LIZ_API_KEY set.",
-                security=[],
-            )
-        },
-        FACTS: {
-            "parameters": FACT_PARAMS,
-            "get": operation(
-                "facts",
-                "List a user's facts, or search them (`?q=`)",
-                {
-                    "200": body(bodies.FactList, "The facts"),
-                    "409": body(bodies.Error, "Facts embedded with another model: reindex"),
-                    **errors("400", "401", "403", "404", "500", "503"),
-                },
-                parameters=[
-                    param("q", "query", "Words to search for, by meaning"),
-                    param(
-                        "limit",
-                        "query",
-                        "At most this many (1 to 1000)",
-                        type="integer",
-                        minimum=1,
-                        maximum=1000,
-                    ),
-                    param(
-                        "includeRetired",
-                        "query",
-                        "Also retired facts (list only)",
-                        enum=["true", "false"],
-                    ),
-                ],
-            ),
-        },
-        FACTS + "/{factId}": {
-            "parameters": [*FACT_PARAMS, FACT_ID],
-            "get": operation(
-                "facts",
-                "One fact",
-                {"200": body(bodies.Fact, "The fact"), **errors("401", "403", "404", "500", "503")},
-            ),
-            "delete": operation(
-                "facts",
-                "Retire a fact (its history stays)",
-                {
-                    "200": body(bodies.Fact, "The fact, now retired"),
-                    **errors("400", "401", "403", "404", "500", "503"),
-                },
-            ),
-        },
-        FACTS + "/{factId}/history": {
-            "parameters": [*FACT_PARAMS, FACT_ID],
-            "get": operation(
-                "facts",
-                "A fact's history: every change, oldest first",
-                {
-                    "200": body(bodies.FactHistory, "The changes"),
-                    **errors("401", "403", "404", "500", "503"),
-                },
-            ),
-        },
-        "/playground": {
-            "get": operation(
-                "pages",
-                "The playground page: chat with an agent and see why it answered so",
-                {"200": PAGE, "401": PAGE_REFUSED},
-                description="Off with `LIZ_PLAYGROUND=false`. The page holds no data; it "
-                "calls the API above.",
-            )
-        },
-        "/openapi.json": {
-            "get": operation(
-                "pages",
-                "This document",
-                {
-                    "200": {
-                        "description": "The OpenAPI 3.1 document",
-                        "content": {"application/json": {"schema": {"type": "object"}}},
-                    },
-                    **errors("401"),
-                },
-            )
-        },
-        "/docs": {
-            "get": operation(
-                "pages",
-                "This document as a page to read",
-                {"200": PAGE, "401": PAGE_REFUSED},
-                description="The descriptions' Markdown is rendered on the server: the page "
-                "needs nothing from elsewhere.",
-            )
-        },
-        "/favicon.ico": {
-            "get": operation(
-                "pages",
-                "The server's icon (SVG), for browsers' tabs",
-                {"200": content("image/svg+xml", "The icon")},
-            )
-        },
-    }
+        "post /agent/input": operation(
+            "agents", "Send a message to an agent; get its reply",
+            reply_or_events("The reply; or, as server-sent events, its pieces."),
+            "400 401 403 404 409 413 415 422 500 502 503 504",
+            description=f"{STREAMS} The turn's trace is added only when asked for with `?trace=1`.",
+            request=bodies.AgentInputBody, parameters=(TRACE, IDEMPOTENCY_KEY),
+        ),
+        "post /agent/approvals/{approval_id}": operation(
+            "agents", "Approve or deny a tool call a turn left waiting; get the reply",
+            reply_or_events("The reply after the call ran or was refused."),
+            "400 401 403 404 409 500 502 503",
+            description="Only the approval's user (by token) or the server key may decide. "
+            f"{STREAMS} A 502 or 503 after the call ran keeps the decision: the same decision "
+            "sent again gets the reply, and the call does not run again.",
+            request=bodies.ApprovalBody,
+            parameters=(param("approval_id", "path", "`pendingApproval.id` of the reply"),),
+        ),
+        "get /agents": operation(
+            "agents", "List the agents and their routes", body(bodies.Agents, "The agents"),
+            "401 500",
+        ),
+        "get /metrics": operation(
+            "server", "Prometheus metrics (text format)", text("text/plain", "The metrics"),
+            "401 500", description="Behind the API key unless `LIZ_METRICS_PUBLIC=true`.",
+        ),
+        "get /usage": operation(
+            "server", "LLM tokens and cost per agent, user, day or model",
+            body(bodies.UsageReport, "The totals"), "400 401 500 503", parameters=USAGE,
+        ),
+        "get /health": operation(
+            "server", "Whether the database is reachable and an LLM configured",
+            body(bodies.Health, "The server can work"),
+            description="Always open, even with LIZ_API_KEY set.",
+            responses={"503": body(bodies.Health, "The database is unreachable or cannot write")},
+            security=[],
+        ),
+        f"get {FACTS}": operation(
+            "facts", "List a user's facts, or search them (`?q=`)",
+            body(bodies.FactList, "The facts"), "400 401 403 404 500 503",
+            parameters=(*FACT, *FACTS_QUERY),
+            responses={"409": body(bodies.Error, "Facts embedded with another model: reindex")},
+        ),
+        f"get {FACTS}/{{factId}}": operation(
+            "facts", "One fact", body(bodies.Fact, "The fact"), "401 403 404 500 503",
+            parameters=FACT_ID,
+        ),
+        f"delete {FACTS}/{{factId}}": operation(
+            "facts", "Retire a fact (its history stays)", body(bodies.Fact, "The fact, retired"),
+            "400 401 403 404 500 503", parameters=FACT_ID,
+        ),
+        f"get {FACTS}/{{factId}}/history": operation(
+            "facts", "A fact's history: every change, oldest first",
+            body(bodies.FactHistory, "The changes"), "401 403 404 500 503", parameters=FACT_ID,
+        ),
+        "get /playground": operation(
+            "pages", "The playground page: chat with an agent and see why it answered so", PAGE,
+            description="Off with `LIZ_PLAYGROUND=false`. The page holds no data; it calls the "
+            "API above.", responses={"401": PAGE_REFUSED},
+        ),
+        "get /openapi.json": operation(
+            "pages", "This document", text("application/json", "This document", "object"), "401"
+        ),
+        "get /docs": operation(
+            "pages", "This document as a page to read", PAGE, responses={"401": PAGE_REFUSED},
+            description="The descriptions' Markdown is rendered on the server: the page needs "
+            "nothing from elsewhere.",
+        ),
+        "get /favicon.ico": operation(
+            "pages", "The server's icon (SVG), for browsers' tabs",
+            text("image/svg+xml", "The icon"),
+        ),
+    }  # fmt: skip
 
 
 def served_paths(routes: list[BaseRoute]) -> dict[str, set[str]]:
@@ -337,11 +235,11 @@ def served_paths(routes: list[BaseRoute]) -> dict[str, set[str]]:
 def openapi_document(routes: list[BaseRoute]) -> dict[str, Any]:
     """The OpenAPI 3.1 document of an app with these routes."""
     served = served_paths(routes)
-    paths = {}
-    for path, item in operations().items():
-        methods = served.get(path, set())
-        if methods & item.keys():
-            paths[path] = {k: v for k, v in item.items() if k in methods or k == "parameters"}
+    paths: dict[str, Item] = {}
+    for key, item in operations().items():
+        method, path = key.split(" ", 1)
+        if method in served.get(path, ()):
+            paths.setdefault(path, {})[method] = item
     return {
         "openapi": "3.1.0",
         "info": {
@@ -354,9 +252,7 @@ def openapi_document(routes: list[BaseRoute]) -> dict[str, Any]:
         "paths": paths,
         "components": {
             "schemas": bodies.schemas(),
-            "responses": {
-                status: body(bodies.Error, meaning) for status, meaning in FAILURES.items()
-            },
+            "responses": {status: body(bodies.Error, what) for status, what in FAILURES.items()},
             "securitySchemes": {
                 "bearer": {
                     "type": "http",
@@ -394,9 +290,8 @@ def type_of(schema: dict[str, Any]) -> Markup:
         if key in schema:
             return Markup(" or ").join(type_of(part) for part in schema[key])
     if "enum" in schema:
-        return Markup("one of ") + Markup(", ").join(
-            Markup("<code>%s</code>") % json.dumps(value) for value in schema["enum"]
-        )
+        values = (Markup("<code>%s</code>") % json.dumps(value) for value in schema["enum"])
+        return Markup("one of ") + Markup(", ").join(values)
     kind = schema.get("type", "any JSON")
     if kind == "array":
         return Markup("array of ") + type_of(schema.get("items", {}))
