@@ -59,9 +59,16 @@ class Body(BaseModel):
 
     The body is ``model_dump(mode="json", by_alias=True)``; its schema in ``/openapi.json``
     is generated from the model, field descriptions included (:mod:`liz.http.bodies`).
+    Fields are read by their Python names only: reading a dataclass's attributes is then
+    one lookup a field, not a failed camelCase one first.
     """
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, from_attributes=True)
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        validate_by_name=True,
+        validate_by_alias=False,
+        from_attributes=True,
+    )
 
 
 def _is_none(value: object) -> bool:

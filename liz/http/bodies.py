@@ -12,7 +12,7 @@ import json
 from functools import cache
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, PlainSerializer
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue, models_json_schema
 from pydantic_core import CoreSchema
 from pydantic_core.core_schema import WithDefaultSchema
@@ -51,6 +51,8 @@ class ApprovalBody(Body):
 
 class LLMCall(Body):
     """One chat request, exactly as sent to the LLM."""
+
+    model_config = ConfigDict(validate_by_alias=True)  # `schema` is a name BaseModel keeps
 
     step: str | None = Field(description="The middleware step that made the call")
     model: str = Field(description="The model asked")
@@ -185,6 +187,8 @@ class LearningBacklog(Body):
     """Messages still to be learned from (of every user in `/health`, of one in a facts
     list)."""
 
+    model_config = ConfigDict(validate_by_alias=True)  # liz.learning_queue writes it camelCase
+
     pending: int = Field(description="Messages waiting to be learned from")
     failed: int = Field(description="Messages learning gave up on")
     oldest_pending_seconds: float | None = Field(
@@ -203,6 +207,8 @@ class LearningUnknown(Body):
 
 class SetAsideJob(Body):
     """A message learning gave up on (`liz facts retry ID` tries it again)."""
+
+    model_config = ConfigDict(validate_by_alias=True)  # liz.learning_queue writes it camelCase
 
     id: str = Field(description="The job's id")
     agent_id: str = Field(description="The agent")
@@ -336,7 +342,7 @@ class _Schemas(GenerateJsonSchema):
 def schemas() -> dict[str, Any]:
     """The document's ``components.schemas``: every body model and the models it holds."""
     _, document = models_json_schema(
-        [(model, "validation") for model in BODIES], ref_template=REF, schema_generator=_Schemas
+        [(model, "serialization") for model in BODIES], ref_template=REF, schema_generator=_Schemas
     )
     defs: dict[str, Any] = document["$defs"]
     # pydantic also lists the enums of fields kept out of the document (InputObject.source).

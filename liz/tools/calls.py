@@ -26,10 +26,11 @@ logger = logging.getLogger(__name__)
 
 
 class CallOutcome(Body):
-    """One tool call of the turn: its result (JSON-ready) when ok, else the error the
-    model was sent, and how long it took. Kept in the trace, the log and the approvals."""
+    """One tool call of the turn: its result when ok, else the error the model was sent."""
 
-    model_config = ConfigDict(frozen=True)
+    # Kept in the trace, the conversation log and the approvals, as JSON.
+
+    model_config = ConfigDict(frozen=True, validate_by_alias=True)
 
     id: str = Field(description="The call's id")
     name: str = Field(description="The tool")
@@ -40,8 +41,9 @@ class CallOutcome(Body):
     error: str | None = Field(None, description="What went wrong (when not ok)")
     duration_ms: float = Field(0.0, description="How long the call took, in milliseconds")
 
+    # No return annotation: the API document then shows the fields, not "any JSON".
     @model_serializer(mode="wrap")
-    def _sent(self, handler: SerializerFunctionWrapHandler) -> Any:
+    def _sent(self, handler: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]
         body = handler(self)
         body.pop("error" if self.ok else "result", None)  # a result, or an error: never both
         if "durationMs" in body:
