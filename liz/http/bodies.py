@@ -210,7 +210,7 @@ class SetAsideJob(Body):
 
     model_config = ConfigDict(validate_by_alias=True)  # liz.learning_queue writes it camelCase
 
-    id: str = Field(description="The job's id")
+    id: int = Field(description="The job's id")
     agent_id: str = Field(description="The agent")
     user_id: str = Field(description="The user")
     memory_id: str = Field(description="The message")
