@@ -57,15 +57,6 @@ class LLMCall:
     streamed: bool
     schema: str | None  # the structured answer's schema name; None for plain text
 
-    def to_json_dict(self) -> dict[str, Any]:
-        return {
-            "step": self.step,
-            "model": self.model,
-            "streamed": self.streamed,
-            "schema": self.schema,
-            "messages": self.messages,
-        }
-
 
 @dataclass
 class StepTiming:
@@ -80,14 +71,6 @@ class StepTiming:
     depth: int
     total_ms: float = 0.0
     own_ms: float = 0.0
-
-    def to_json_dict(self) -> dict[str, Any]:
-        return {
-            "step": self.step,
-            "depth": self.depth,
-            "totalMs": round(self.total_ms, 3),
-            "ownMs": round(self.own_ms, 3),
-        }
 
 
 @dataclass(frozen=True)
@@ -104,14 +87,6 @@ class RouteTrace:
     confidence: float | None = None
     reasoning: str | None = None
 
-    def to_json_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "chosenBy": self.chosen_by,
-            "confidence": self.confidence,
-            "reasoning": self.reasoning,
-        }
-
 
 @dataclass(frozen=True)
 class RecalledFact:
@@ -120,9 +95,6 @@ class RecalledFact:
     id: str
     text: str
     score: float | None
-
-    def to_json_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "text": self.text, "score": self.score}
 
 
 @dataclass
@@ -133,22 +105,12 @@ class Trace:
     llm_calls: list[LLMCall] = field(default_factory=list)
     route: RouteTrace | None = None
     recalled_facts: list[RecalledFact] = field(default_factory=list)
-    # Each tool call (liz.tools): id, name, arguments, ok, result or error, durationMs.
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    # Each tool call, as it ended (liz.tools.calls.CallOutcome).
+    tool_calls: list[Any] = field(default_factory=list)
     # The tokens of each LLM call the turn made, as the provider reported them.
     usage: UsageMeter = field(default_factory=UsageMeter)
     _active: list[str] = field(default_factory=list, repr=False)
     _task: asyncio.Task[Any] | None = field(default=None, repr=False)
-
-    def to_json_dict(self) -> dict[str, Any]:
-        return {
-            "llmCalls": [call.to_json_dict() for call in self.llm_calls],
-            "route": None if self.route is None else self.route.to_json_dict(),
-            "recalledFacts": [fact.to_json_dict() for fact in self.recalled_facts],
-            "toolCalls": self.tool_calls,
-            "usage": self.usage.to_json_dict(),
-            "steps": [step.to_json_dict() for step in self.steps],
-        }
 
     async def run_step(
         self, step: Callable[[Req, Res, Next], Awaitable[None]], req: Req, res: Res, next: Next

@@ -15,10 +15,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, Literal, Protocol
+from typing import Annotated, Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, WithJsonSchema
 from pydantic.alias_generators import to_camel
+from pydantic.json_schema import SkipJsonSchema
 
 Next = Callable[[], Awaitable[None]]
 TokenSink = Callable[[str], Awaitable[None]]
@@ -52,8 +53,39 @@ class CamelModel(BaseModel):
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
 
-    def to_json_dict(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", by_alias=True)
+
+class Body(BaseModel):
+    """An HTTP body liz writes: camelCase on the wire, read from the objects it describes.
+
+    The body is ``model_dump(mode="json", by_alias=True)``; its schema in ``/openapi.json``
+    is generated from the model, field descriptions included (:mod:`liz.http.bodies`).
+    Fields are read by their Python names only: reading a dataclass's attributes is then
+    one lookup a field, not a failed camelCase one first.
+    """
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        validate_by_name=True,
+        validate_by_alias=False,
+        from_attributes=True,
+    )
+
+
+def _is_none(value: object) -> bool:
+    return value is None
+
+
+def omitted_when_none(description: str) -> Any:
+    """A field left out of the body, rather than sent as null, when it has no value."""
+    return Field(None, description=description, exclude_if=_is_none)
+
+
+# A time as liz has always written it (``datetime.isoformat``: ``+00:00``, not ``Z``).
+Stamp = Annotated[
+    datetime,
+    PlainSerializer(datetime.isoformat, return_type=str),
+    WithJsonSchema({"type": "string", "format": "date-time"}),
+]
 
 
 class InputSource(StrEnum):
@@ -75,18 +107,23 @@ class InputType(StrEnum):
 
 
 class InputObject(CamelModel):
-    """One message to an agent, as Liz's `InputObject`. Extra fields are kept."""
+    """One message to an agent, as Liz's `InputObject`. Fields not listed here are kept."""
 
-    source: InputSource = InputSource.NETWORK
-    user_id: str
-    agent_id: str
-    room_id: str | None = None
-    type: InputType = InputType.TEXT
-    text: str | None = None
-    image_urls: list[str] = Field(default_factory=list)
+    # Set by liz, never over HTTP: not in the API document.
+    source: SkipJsonSchema[InputSource] = InputSource.NETWORK
+    user_id: str = Field(description="Who is talking; the conversation and facts are kept per user")
+    agent_id: str = Field(description="The agent to talk to (`GET /agents` lists them)")
+    room_id: str | None = Field(
+        None, description="The conversation's room; default one room per agent+user"
+    )
+    type: InputType = Field(InputType.TEXT, description="`text_and_image` when imageUrls are sent")
+    text: str | None = Field(None, description="The message")
+    image_urls: list[str] = Field(
+        default_factory=list, description="Image URLs, with type `text_and_image`"
+    )
     # Internal sources (the bot loop, the CLI) may name the route to take; the
     # router ignores this field for every other source.
-    route: str | None = None
+    route: SkipJsonSchema[str | None] = None
 
     @property
     def room(self) -> str:
@@ -123,14 +160,41 @@ class RouteChoice(BaseModel):
     reasoning: str = Field(description="One sentence on why this route fits")
 
 
-class AgentReply(CamelModel):
-    """What `POST /agent/input` answers: Liz's response body."""
+class PendingApproval(Body):
+    """A call waiting for the user's approval: `POST /agent/approvals/{id}` decides it."""
 
-    text: str
-    route: str | None
-    agent_id: str
-    user_id: str
-    room_id: str
+    id: str = Field(description="The approval's id")
+    tool: str = Field(description="The tool that would run")
+    arguments: Any = Field(description="The arguments as the model wrote them")
+    text: str = Field(description="The model's text before the call")
+    expires_at: Stamp = Field(description="After this, the approval can no longer be decided")
+
+
+class ApprovalDecided(Body):
+    """The decision a reply to `POST /agent/approvals/{id}` carried out."""
+
+    id: str = Field(description="The approval's id")
+    approved: bool = Field(description="true: the call ran; false: it was refused")
+
+
+class AgentReply(CamelModel):
+    """The agent's reply: what `POST /agent/input` answers (Liz's response body)."""
+
+    text: str = Field(description="The reply")
+    route: str | None = Field(description="The route that wrote the reply")
+    agent_id: str = Field(description="The agent that answered")
+    user_id: str = Field(description="The user it answered")
+    room_id: str = Field(description="The room of the conversation")
+    # The turn's trace (liz.http.bodies.Trace), added by the HTTP layer when asked for.
+    trace: Annotated[Any, WithJsonSchema({"allOf": [{"$ref": "#/components/schemas/Trace"}]})] = (
+        omitted_when_none("Only with `?trace=1`: what the turn did")
+    )
+    pending_approval: PendingApproval | None = omitted_when_none(
+        "A tool call waits for the user's approval"
+    )
+    approval: ApprovalDecided | None = omitted_when_none(
+        "Only in the answer to `POST /agent/approvals/{id}`: the decision carried out"
+    )
 
 
 # A tool as the call loop sees it (liz.tools declares them from functions).

@@ -144,16 +144,29 @@ async def test_the_api_page_shows_every_operation_without_loading_anything(
     assert "//" not in "".join(part.split('"')[0] for part in page.text.split('href="')[1:])
 
 
-def outside_pre(html: str) -> str:
-    return "".join(part.split("</pre>")[-1] for part in html.split("<pre>"))
-
-
 async def test_the_api_page_renders_the_descriptions_markdown(client: httpx.AsyncClient) -> None:
     page = (await client.get("/docs")).text
     assert "<code>Accept: text/event-stream</code>" in page
     assert "<code>?trace=1</code>" in page
     assert "<li><code>token</code>" in page  # the events' Markdown list
-    assert "`" not in outside_pre(page)  # no Markdown left raw (the schemas' JSON aside)
+    # A schema's and a field's descriptions, rendered in the schema's field table.
+    assert "the message inside <code>input</code>" in page
+    assert "<code>text_and_image</code> when imageUrls are sent" in page
+    assert "`" not in page  # no Markdown left raw anywhere
+
+
+async def test_every_body_field_is_described(client: httpx.AsyncClient) -> None:
+    schemas = (await client.get("/openapi.json")).json()["components"]["schemas"]
+    undescribed = [
+        f"{name}.{field}"
+        for name, schema in schemas.items()
+        for field, property in schema.get("properties", {}).items()
+        if not property.get("description")
+    ]
+    assert undescribed == []
+    reply = schemas["AgentReply"]
+    assert reply["required"] == ["text", "route", "agentId", "userId", "roomId"]
+    assert {"trace", "pendingApproval", "approval"} <= reply["properties"].keys()
 
 
 async def test_markdown_in_a_description_adds_no_markup_of_its_own() -> None:

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from liz.agent import BaseAgent
     from liz.app import App
     from liz.runtime import Runtime
+    from liz.types import AgentReply
 
 CHOOSING = "to talk to"
 
@@ -110,12 +111,17 @@ async def chat_local(app: App, agent_id: str, user_id: str) -> int:
             res = await framework.process(input, agent)
             if res.reply is not None:
                 typer.echo(f"{agent.name}> {res.reply.text}")
-                pending = getattr(res.reply, "pendingApproval", None)
-                failures += await _decide_in_process(framework.runtime, agent, pending)
+                failures += await _decide_in_process(framework.runtime, agent, _pending(res.reply))
             elif res.error is not None:
                 failures += 1
                 _say_error(res.error.message)
     return failures
+
+
+def _pending(reply: AgentReply) -> dict[str, Any] | None:
+    """The call the reply waits on, as the server would send it."""
+    pending = reply.pending_approval
+    return None if pending is None else pending.model_dump(mode="json", by_alias=True)
 
 
 async def _decide_in_process(
@@ -134,12 +140,12 @@ async def _decide_in_process(
         try:
             approval = await load_approval(runtime, pending["id"])
             decision = await claim_decision(runtime, approval, approve)
-            body = await resume(decision_turn(runtime, agent, approval), runtime, decision)
+            reply = await resume(decision_turn(runtime, agent, approval), runtime, decision)
         except LizError as exc:
             _say_error(exc.message)
             return 1
-        typer.echo(f"{agent.name}> {body['text']}")
-        pending = body.get("pendingApproval")
+        typer.echo(f"{agent.name}> {reply.text}")
+        pending = _pending(reply)
     return 0
 
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, StringConstraints
 from sqlalchemy import Executable
@@ -64,26 +64,6 @@ class Fact:
     def active(self) -> bool:
         return self.retired_at is None
 
-    def to_json_dict(self) -> dict[str, Any]:
-        def stamp(value: datetime | None) -> str | None:
-            return value.isoformat() if value is not None else None
-
-        return {
-            "id": self.id,
-            "agentId": self.agent_id,
-            "userId": self.user_id,
-            "text": self.text,
-            "subject": self.subject,
-            "categories": list(self.categories),
-            "createdAt": stamp(self.created_at),
-            "updatedAt": stamp(self.updated_at),
-            "validFrom": stamp(self.valid_from),
-            "invalidFrom": stamp(self.invalid_from),
-            "retiredAt": stamp(self.retired_at),
-            "sourceMemoryId": self.source_memory_id,
-            "score": self.score,
-        }
-
 
 @dataclass(frozen=True)
 class FactEvent:
@@ -107,17 +87,6 @@ class HistoryEntry:
     at: datetime
     actor: str
     reason: str
-
-    def to_json_dict(self) -> dict[str, Any]:
-        return {
-            "factId": self.fact_id,
-            "event": self.event.value,
-            "oldText": self.old_text,
-            "newText": self.new_text,
-            "at": self.at.isoformat(),
-            "actor": self.actor,
-            "reason": self.reason,
-        }
 
 
 @dataclass(frozen=True)

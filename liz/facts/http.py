@@ -13,11 +13,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from liz.errors import InputError, LizError, NotFound
 from liz.facts.store import FactStore
+from liz.http.bodies import Fact, FactHistory, FactList, json_response
 from liz.learning_queue.health import learning_backlog
 
 # `segment`: an id holding "/" or "%" arrives encoded, and whole (liz.http.path_segments).
@@ -64,8 +65,8 @@ async def list_or_search(request: Request) -> Response:
         # What is still to be learned from this user (the playground says so).
         runtime = request.app.state.framework.runtime
         learning = await learning_backlog(runtime, (agent_id, user_id))
-        return JSONResponse({"facts": [f.to_json_dict() for f in facts], "learning": learning})
-    return JSONResponse({"facts": [fact.to_json_dict() for fact in facts]})
+        return json_response(FactList(facts=facts, learning=learning))
+    return json_response(FactList(facts=facts))
 
 
 async def get_fact(request: Request) -> Response:
@@ -74,13 +75,13 @@ async def get_fact(request: Request) -> Response:
     fact = await store.get(fact_id, agent_id, user_id)
     if fact is None:
         raise NotFound(f"no fact {fact_id!r} for agent {agent_id!r} and user {user_id!r}")
-    return JSONResponse(fact.to_json_dict())
+    return json_response(Fact.model_validate(fact))
 
 
 async def fact_history(request: Request) -> Response:
     store, agent_id, user_id = _scope(request)
     entries = await store.history(request.path_params["factId"], agent_id, user_id)
-    return JSONResponse({"history": [entry.to_json_dict() for entry in entries]})
+    return json_response(FactHistory(history=entries))
 
 
 async def delete_fact(request: Request) -> Response:
@@ -88,7 +89,9 @@ async def delete_fact(request: Request) -> Response:
     fact_id = request.path_params["factId"]
     await store.delete(fact_id, agent_id, user_id, reason="deleted over HTTP")
     fact = await store.get(fact_id, agent_id, user_id)
-    return JSONResponse(fact.to_json_dict() if fact else {"id": fact_id})
+    if fact is None:
+        raise NotFound(f"no fact {fact_id!r} for agent {agent_id!r} and user {user_id!r}")
+    return json_response(Fact.model_validate(fact))
 
 
 def fact_routes() -> list[BaseRoute]:

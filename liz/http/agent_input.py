@@ -19,6 +19,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from liz.agent import BaseAgent
 from liz.errors import LizError, LLMNotConfigured, NotFound
 from liz.http.auth import caller_of
+from liz.http.bodies import Trace, wire
 from liz.http.body import read_input
 from liz.http.deadline import within_deadline
 from liz.http.errors import error_body, log_failure, request_id_of, retry_after_headers
@@ -64,8 +65,10 @@ def outcome(res: AgentResponse, *, traced: bool = False) -> dict[str, Any]:
     reply or an error."""
     if res.reply is None:
         raise RuntimeError("a finished turn has neither reply nor error")
-    body = res.reply.to_json_dict()
-    return {**body, "trace": res.trace.to_json_dict()} if traced else body
+    reply = res.reply
+    if traced:
+        reply = reply.model_copy(update={"trace": Trace.model_validate(res.trace)})
+    return wire(reply)
 
 
 def failure(exc: LizError, request: Request) -> Outcome:
@@ -90,7 +93,7 @@ async def take_turn(
             res = await framework.process(input, agent, on_token=on_token, on_event=on_event)
     except LizError as exc:  # the deadline passed
         return failure(exc, request), None
-    trace = res.trace.to_json_dict() if traced else None
+    trace = wire(Trace.model_validate(res.trace)) if traced else None
     if res.error is not None:
         return failure(res.error, request), trace
     return Outcome(200, outcome(res, traced=traced and on_token is None)), trace

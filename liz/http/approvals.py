@@ -15,12 +15,13 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import Response, StreamingResponse
 
 from liz.agent import BaseAgent
 from liz.errors import InputError, LizError, LLMNotConfigured, NotFound
 from liz.http.agent_input import sse
 from liz.http.auth import caller_of
+from liz.http.bodies import json_response, wire
 from liz.http.errors import error_body, log_failure, request_id_of
 from liz.pipeline import AgentFramework
 from liz.tools.approvals import claim_decision, load_approval, resume
@@ -42,9 +43,8 @@ async def decide_approval(request: Request) -> Response:
     decision = await claim_decision(runtime, approval, approve)
 
     if "text/event-stream" not in request.headers.get("accept", ""):
-        return JSONResponse(
-            await resume(decision_turn(runtime, agent, approval), runtime, decision)
-        )
+        reply = await resume(decision_turn(runtime, agent, approval), runtime, decision)
+        return json_response(reply)
     events: asyncio.Queue[str | None] = asyncio.Queue()
 
     async def on_text(text: str) -> None:
@@ -56,8 +56,8 @@ async def decide_approval(request: Request) -> Response:
     async def run() -> None:
         try:
             turn = decision_turn(runtime, agent, approval, on_text=on_text, on_event=on_event)
-            body = await resume(turn, runtime, decision)
-            await events.put(sse("reply", body))
+            reply = await resume(turn, runtime, decision)
+            await events.put(sse("reply", wire(reply)))
         except LizError as exc:
             log_failure(exc, request_id_of(request))
             await events.put(

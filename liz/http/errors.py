@@ -17,27 +17,26 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from liz.errors import InternalError, LizError, LLMError
+from liz.http.bodies import Error, json_response, wire
 
 logger = logging.getLogger(__name__)
 
 
-def error(message: str, status: int, headers: Mapping[str, str] | None = None) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status, headers=headers)
+def error(message: str, status: int, headers: Mapping[str, str] | None = None) -> Response:
+    return json_response(Error(error=message), status, dict(headers or {}))
 
 
 def error_body(exc: LizError, request_id: str | None) -> dict[str, Any]:
     """The JSON a caller gets for ``exc`` (also the data of a server-sent ``error`` event)."""
     if isinstance(exc, InternalError):
         where = f"under request id {request_id}"
-        return {
-            "error": f"internal error; the server log has the details {where}",
-            "requestId": request_id,
-        }
+        message = f"internal error; the server log has the details {where}"
+        return wire(Error(error=message, request_id=request_id))
     if isinstance(exc, LLMError) and exc.public is not None:
         # The provider's own words stay in the log (liz.pipeline logs the whole message).
         where = f"under request id {request_id}"
-        return {"error": f"{exc.public}; the server log has the details {where}"}
-    return {"error": exc.message}
+        return wire(Error(error=f"{exc.public}; the server log has the details {where}"))
+    return wire(Error(error=exc.message))
 
 
 def retry_after_headers(exc: LizError) -> dict[str, str]:
@@ -54,7 +53,7 @@ def log_failure(exc: LizError, request_id: str | None, cause: BaseException | No
         )
 
 
-def error_response(exc: LizError, request_id: str | None) -> JSONResponse:
+def error_response(exc: LizError, request_id: str | None) -> Response:
     headers = retry_after_headers(exc)
     if exc.status == 413:
         # The rest of a body too large to read is never read: close the connection

@@ -7,10 +7,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
 from liz.agent import BaseAgent
 from liz.db.health import WriteProbe
+from liz.http.bodies import AgentInfo, Agents, Health, json_response
 from liz.learning_queue.health import learning_backlog, set_aside
 from liz.pipeline import AgentFramework
 from liz.tools.mcp_lifecycle import mcp_health
@@ -20,25 +21,11 @@ logger = logging.getLogger(__name__)
 
 async def list_agents(request: Request) -> Response:
     agents: Mapping[str, BaseAgent] = request.app.state.agents
-    return JSONResponse(
-        {
-            "agents": [
-                {
-                    "agentId": agent.agent_id,
-                    "name": agent.name,
-                    "routes": [
-                        {
-                            "name": r.name,
-                            "description": r.description,
-                            "internalOnly": r.internal_only,
-                        }
-                        for r in agent.get_routes()
-                    ],
-                }
-                for agent in agents.values()
-            ]
-        }
-    )
+    served = [
+        AgentInfo(agent_id=agent.agent_id, name=agent.name, routes=agent.get_routes())
+        for agent in agents.values()
+    ]
+    return json_response(Agents(agents=served))
 
 
 def write_probe(request: Request) -> WriteProbe:
@@ -61,10 +48,9 @@ async def health(request: Request) -> Response:
     status = 200 if database == "ok" else 503
     body: dict[str, Any] = {"status": "ok" if status == 200 else "degraded"}
     body.update(database=database, llm=llm)
-    if servers := mcp_health(request.app.state.agents.values()):  # liz.tools
-        body["mcp"] = servers
+    body["mcp"] = mcp_health(request.app.state.agents.values()) or None  # liz.tools
     if framework.runtime.facts is not None:  # the facts still to learn
         body["learning"] = await learning_backlog(framework.runtime)
-        if database == "ok" and (aside := await set_aside(framework.runtime.reads)):
-            body["setAside"] = aside  # messages learning gave up on (`liz facts retry ID`)
-    return JSONResponse(body, status_code=status)
+        if database == "ok":  # messages learning gave up on (`liz facts retry ID`)
+            body["set_aside"] = await set_aside(framework.runtime.reads) or None
+    return json_response(Health.model_validate(body), status)

@@ -1,8 +1,11 @@
 """The API described: an OpenAPI 3.1 document at ``GET /openapi.json`` and the same
 document as a page people read at ``GET /docs`` (our own template, works offline).
 
-The document lists exactly the routes the app serves (no ``/playground`` when
-``LIZ_PLAYGROUND=false``); a test checks that every route is in it.
+Each body's schema is generated from its model (:mod:`liz.http.bodies`); this module
+declares the operations: one :func:`operation` per method and path, its answer, and the
+failures it may answer with (:data:`FAILURES`, each an ``Error`` body). The document lists
+exactly the routes the app serves (no ``/playground`` when ``LIZ_PLAYGROUND=false``); a
+test checks that every route is in it.
 """
 
 from __future__ import annotations
@@ -11,26 +14,32 @@ import json
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
+from markupsafe import Markup, escape
+from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from liz.facts.http import FACTS as FACTS_ROUTE
-from liz.http.approvals_openapi import TOOL_SSE_EVENTS, approval_operations
-from liz.http.openapi_schemas import SCHEMAS, Schema, ref, string
-from liz.observe.openapi_paths import OBSERVE_PATHS
+from liz.http import bodies
+from liz.http.bodies import ref
 from liz.playground.pages import render_page
+from liz.types import AgentReply
 
+Item = dict[str, Any]
 # The facts path as the document writes it: without the routes' `:segment` converters.
 FACTS = FACTS_ROUTE.replace(":segment", "")
 
-SSE_EVENTS = {
-    "token": ("TokenEvent", "A piece of the reply; many, in order"),
-    "trace": ("Trace", "Only with ?trace=1: what the turn did, once, before reply or error"),
-    "reply": ("AgentReply", "The whole reply, last (without trace)"),
-    "error": ("StreamError", "The turn failed, last"),
-    **TOOL_SSE_EVENTS,
+# A streamed reply's events: name -> (body, meaning).
+SSE_EVENTS: dict[str, tuple[type[BaseModel], str]] = {
+    "token": (bodies.TokenEvent, "A piece of the reply; many, in order"),
+    "tool_call": (bodies.ToolCallEvent, "The model called a tool (before it runs)"),
+    "tool_result": (bodies.ToolResultEvent, "What a call gave, or its error, once it ended"),
+    "trace": (bodies.Trace, "Only with `?trace=1`: what the turn did, once, before the end"),
+    "reply": (AgentReply, "The whole reply, last (without trace)"),
+    "error": (bodies.StreamError, "The turn failed, last"),
 }
+# Every failure's status and meaning; an operation names those it may answer with.
 FAILURES = {
     "400": "The request is wrong; the error says what to fix",
     "401": "LIZ_API_KEY is set and the request lacks it (or a user token)",
@@ -47,222 +56,169 @@ FAILURES = {
 }
 
 
-def error_responses(*statuses: str) -> dict[str, Any]:
-    return {status: {"$ref": f"#/components/responses/{status}"} for status in statuses}
+def body(model: type[BaseModel], description: str) -> Item:
+    """A JSON answer whose body is ``model``."""
+    return {"description": description, "content": {"application/json": {"schema": ref(model)}}}
 
 
-def json_body(schema: Schema, description: str) -> dict[str, Any]:
-    return {"description": description, "content": {"application/json": {"schema": schema}}}
+def text(media_type: str, description: str, kind: str = "string") -> Item:
+    """An answer without a model: a page, an icon, Prometheus text, this document."""
+    return {"description": description, "content": {media_type: {"schema": {"type": kind}}}}
 
 
-def html_page(description: str) -> dict[str, Any]:
-    return {"description": description, "content": {"text/html": {"schema": string("HTML")}}}
+def param(name: str, where: str, description: str, **schema: Any) -> Item:
+    """A parameter ``in`` path, query or header; a string unless ``schema`` says more."""
+    kept = {"name": name, "in": where, "required": where == "path", "description": description}
+    return kept | {"schema": {"type": "string", **schema}}
 
 
-def query(name: str, description: str, schema: Schema) -> dict[str, Any]:
-    return {
-        "name": name,
-        "in": "query",
-        "required": False,
-        "description": description,
-        "schema": schema,
-    }
+def operation(
+    tag: str,
+    summary: str,
+    ok: Item,
+    failures: str = "",
+    *,
+    description: str | None = None,
+    request: type[BaseModel] | None = None,
+    parameters: tuple[Item, ...] = (),
+    responses: Item | None = None,
+    security: list[Item] | None = None,
+) -> Item:
+    """One operation: its 200 answer ``ok``, the statuses of ``FAILURES`` it may answer
+    with (``"401 500"``), other answers (``responses``), and the model of its JSON body."""
+    item: Item = {"tags": [tag], "summary": summary}
+    if description is not None:
+        item["description"] = description
+    if security is not None:
+        item["security"] = security
+    if parameters:
+        item["parameters"] = list(parameters)
+    if request is not None:
+        content = {"application/json": {"schema": ref(request)}}
+        item["requestBody"] = {"required": True, "content": content}
+    failed = {status: {"$ref": f"#/components/responses/{status}"} for status in failures.split()}
+    item["responses"] = {"200": ok, **(responses or {}), **failed}
+    return item
 
 
-FACT_PATH_PARAMS = [
-    {"name": name, "in": "path", "required": True, "schema": {"type": "string"}, "description": d}
-    for name, d in (("agentId", "The agent"), ("userId", "The user"))
-]
-FACT_ID = {"name": "factId", "in": "path", "required": True, "schema": {"type": "string"}}
-PATH_KEYS = {"parameters"}
-PAGE_REFUSED = html_page("LIZ_API_KEY is set and the request lacks it: a page asking for the key")
-
-
-def operations() -> dict[str, dict[str, Any]]:
-    """Every operation liz can serve, by path and method."""
-    sse_description = "\n".join(
-        f"- `{name}`: {ref_name} — {meaning}" for name, (ref_name, meaning) in SSE_EVENTS.items()
+def reply_or_events(description: str) -> Item:
+    """A reply as JSON, or as server-sent events (``Accept: text/event-stream``)."""
+    events = "".join(
+        f"\n- `{name}`: {m.__name__} — {what}" for name, (m, what) in SSE_EVENTS.items()
     )
-    events = {name: ref(ref_name) for name, (ref_name, _) in SSE_EVENTS.items()}
-    return {
-        **approval_operations(sse_description, events),
-        "/agent/input": {
-            "post": {
-                "tags": ["agents"],
-                "summary": "Send a message to an agent; get its reply",
-                "description": "JSON by default; server-sent events with "
-                "`Accept: text/event-stream`. The turn's trace is added only when asked "
-                "for with `?trace=1`.",
-                "parameters": [
-                    query(
-                        "trace",
-                        "1 (or true): add the turn's trace",
-                        {"type": "string", "enum": ["0", "1", "true", "false"]},
-                    ),
-                    {
-                        "name": "Idempotency-Key",
-                        "in": "header",
-                        "required": False,
-                        "description": "A unique key (a UUID) sent again with every retry: "
-                        "a retry gets the first answer and stores nothing twice",
-                        "schema": {"type": "string", "minLength": 1, "maxLength": 255},
-                    },
-                ],
-                "requestBody": {
-                    "required": True,
-                    "content": {"application/json": {"schema": ref("AgentInputBody")}},
-                },
-                "responses": {
-                    "200": {
-                        "description": "The reply; or, as server-sent events, its pieces. "
-                        "Each event is `event: <name>` and `data: <JSON>`:\n" + sse_description,
-                        "content": {
-                            "application/json": {"schema": ref("AgentReply")},
-                            "text/event-stream": {
-                                "schema": string("Server-sent events"),
-                                "x-liz-events": {
-                                    name: ref(ref_name)
-                                    for name, (ref_name, _) in SSE_EVENTS.items()
-                                },
-                            },
-                        },
-                    },
-                    **error_responses(
-                        "400",
-                        "401",
-                        "403",
-                        "404",
-                        "409",
-                        "413",
-                        "415",
-                        "422",
-                        "500",
-                        "502",
-                        "503",
-                        "504",
-                    ),
-                },
-            }
-        },
-        "/agents": {
-            "get": {
-                "tags": ["agents"],
-                "summary": "List the agents and their routes",
-                "responses": {
-                    "200": json_body(ref("Agents"), "The agents"),
-                    **error_responses("401", "500"),
-                },
-            }
-        },
-        **OBSERVE_PATHS,
-        "/health": {
-            "get": {
-                "tags": ["server"],
-                "summary": "Whether the database is reachable and an LLM configured",
-                "description": "Always open, even with LIZ_API_KEY set.",
-                "security": [],
-                "responses": {
-                    "200": json_body(ref("Health"), "The server can work"),
-                    "503": json_body(ref("Health"), "The database is unreachable or cannot write"),
-                },
-            }
-        },
-        FACTS: {
-            "parameters": FACT_PATH_PARAMS,
-            "get": {
-                "tags": ["facts"],
-                "summary": "List a user's facts, or search them (?q=)",
-                "parameters": [
-                    query("q", "Words to search for, by meaning", {"type": "string"}),
-                    query(
-                        "limit",
-                        "At most this many (1 to 1000)",
-                        {"type": "integer", "minimum": 1, "maximum": 1000},
-                    ),
-                    query(
-                        "includeRetired",
-                        "Also retired facts (list only)",
-                        {"type": "string", "enum": ["true", "false"]},
-                    ),
-                ],
-                "responses": {
-                    "200": json_body(ref("FactList"), "The facts"),
-                    "409": json_body(ref("Error"), "Facts embedded with another model: reindex"),
-                    **error_responses("400", "401", "403", "404", "500", "503"),
-                },
-            },
-        },
-        FACTS + "/{factId}": {
-            "parameters": [*FACT_PATH_PARAMS, FACT_ID],
-            "get": {
-                "tags": ["facts"],
-                "summary": "One fact",
-                "responses": {
-                    "200": json_body(ref("Fact"), "The fact"),
-                    **error_responses("401", "403", "404", "500", "503"),
-                },
-            },
-            "delete": {
-                "tags": ["facts"],
-                "summary": "Retire a fact (its history stays)",
-                "responses": {
-                    "200": json_body(ref("Fact"), "The fact, now retired"),
-                    **error_responses("400", "401", "403", "404", "500", "503"),
-                },
-            },
-        },
-        FACTS + "/{factId}/history": {
-            "parameters": [*FACT_PATH_PARAMS, FACT_ID],
-            "get": {
-                "tags": ["facts"],
-                "summary": "A fact's history: every change, oldest first",
-                "responses": {
-                    "200": json_body(ref("FactHistory"), "The changes"),
-                    **error_responses("401", "403", "404", "500", "503"),
-                },
-            },
-        },
-        "/playground": {
-            "get": {
-                "tags": ["pages"],
-                "summary": "The playground page: chat with an agent and see why it answered so",
-                "description": "Off with LIZ_PLAYGROUND=false. The page holds no data; it "
-                "calls the API above.",
-                "responses": {"200": html_page("The page"), "401": PAGE_REFUSED},
-            }
-        },
-        "/openapi.json": {
-            "get": {
-                "tags": ["pages"],
-                "summary": "This document",
-                "responses": {
-                    "200": json_body({"type": "object"}, "The OpenAPI 3.1 document"),
-                    **error_responses("401"),
-                },
-            }
-        },
-        "/docs": {
-            "get": {
-                "tags": ["pages"],
-                "summary": "This document as a page to read",
-                "description": "The descriptions' Markdown is rendered on the server: the page "
-                "needs nothing from elsewhere.",
-                "responses": {"200": html_page("The page"), "401": PAGE_REFUSED},
-            }
-        },
-        "/favicon.ico": {
-            "get": {
-                "tags": ["pages"],
-                "summary": "The server's icon (SVG), for browsers' tabs",
-                "responses": {
-                    "200": {
-                        "description": "The icon",
-                        "content": {"image/svg+xml": {"schema": string("SVG")}},
-                    }
-                },
-            }
-        },
+    stream = {
+        "schema": {"type": "string", "description": "Server-sent events"},
+        "x-liz-events": {name: ref(model) for name, (model, _) in SSE_EVENTS.items()},
     }
+    return {
+        "description": f"{description} Each event is `event: <name>` and `data: <JSON>`:{events}",
+        "content": {"application/json": {"schema": ref(AgentReply)}, "text/event-stream": stream},
+    }
+
+
+PAGE = text("text/html", "The page")
+PAGE_REFUSED = text(
+    "text/html", "LIZ_API_KEY is set and the request lacks it: a page asking for the key"
+)
+FACT = (param("agentId", "path", "The agent"), param("userId", "path", "The user"))
+FACT_ID = (*FACT, param("factId", "path", "The fact"))
+TRACE = param(
+    "trace", "query", "`1` (or `true`): add the turn's trace", enum=["0", "1", "true", "false"]
+)
+IDEMPOTENCY_KEY = param(
+    "Idempotency-Key", "header", "A unique key (a UUID) sent again with every retry: a retry "
+    "gets the first answer and stores nothing twice", minLength=1, maxLength=255,
+)  # fmt: skip
+USAGE = (
+    param("by", "query", "Group by", enum=["agent", "user", "day", "model"]),
+    param("agentId", "query", "Only this agent"),
+    param("userId", "query", "Only this user"),
+    param("since", "query", "From this day (YYYY-MM-DD)"),
+    param("until", "query", "To this day, inclusive (YYYY-MM-DD)"),
+)
+FACTS_QUERY = (
+    param("q", "query", "Words to search for, by meaning"),
+    param("limit", "query", "At most this many", type="integer", minimum=1, maximum=1000),
+    param("includeRetired", "query", "Also retired facts (list only)", enum=["true", "false"]),
+)  # fmt: skip
+STREAMS = "JSON by default; server-sent events with `Accept: text/event-stream`."
+
+
+def operations() -> dict[str, Item]:
+    """Every operation liz can serve, by ``"method path"``."""
+    return {
+        "post /agent/input": operation(
+            "agents", "Send a message to an agent; get its reply",
+            reply_or_events("The reply; or, as server-sent events, its pieces."),
+            "400 401 403 404 409 413 415 422 500 502 503 504",
+            description=f"{STREAMS} The turn's trace is added only when asked for with `?trace=1`.",
+            request=bodies.AgentInputBody, parameters=(TRACE, IDEMPOTENCY_KEY),
+        ),
+        "post /agent/approvals/{approval_id}": operation(
+            "agents", "Approve or deny a tool call a turn left waiting; get the reply",
+            reply_or_events("The reply after the call ran or was refused."),
+            "400 401 403 404 409 500 502 503",
+            description="Only the approval's user (by token) or the server key may decide. "
+            f"{STREAMS} A 502 or 503 after the call ran keeps the decision: the same decision "
+            "sent again gets the reply, and the call does not run again.",
+            request=bodies.ApprovalBody,
+            parameters=(param("approval_id", "path", "`pendingApproval.id` of the reply"),),
+        ),
+        "get /agents": operation(
+            "agents", "List the agents and their routes", body(bodies.Agents, "The agents"),
+            "401 500",
+        ),
+        "get /metrics": operation(
+            "server", "Prometheus metrics (text format)", text("text/plain", "The metrics"),
+            "401 500", description="Behind the API key unless `LIZ_METRICS_PUBLIC=true`.",
+        ),
+        "get /usage": operation(
+            "server", "LLM tokens and cost per agent, user, day or model",
+            body(bodies.UsageReport, "The totals"), "400 401 500 503", parameters=USAGE,
+        ),
+        "get /health": operation(
+            "server", "Whether the database is reachable and an LLM configured",
+            body(bodies.Health, "The server can work"),
+            description="Always open, even with LIZ_API_KEY set.",
+            responses={"503": body(bodies.Health, "The database is unreachable or cannot write")},
+            security=[],
+        ),
+        f"get {FACTS}": operation(
+            "facts", "List a user's facts, or search them (`?q=`)",
+            body(bodies.FactList, "The facts"), "400 401 403 404 500 503",
+            parameters=(*FACT, *FACTS_QUERY),
+            responses={"409": body(bodies.Error, "Facts embedded with another model: reindex")},
+        ),
+        f"get {FACTS}/{{factId}}": operation(
+            "facts", "One fact", body(bodies.Fact, "The fact"), "401 403 404 500 503",
+            parameters=FACT_ID,
+        ),
+        f"delete {FACTS}/{{factId}}": operation(
+            "facts", "Retire a fact (its history stays)", body(bodies.Fact, "The fact, retired"),
+            "400 401 403 404 500 503", parameters=FACT_ID,
+        ),
+        f"get {FACTS}/{{factId}}/history": operation(
+            "facts", "A fact's history: every change, oldest first",
+            body(bodies.FactHistory, "The changes"), "401 403 404 500 503", parameters=FACT_ID,
+        ),
+        "get /playground": operation(
+            "pages", "The playground page: chat with an agent and see why it answered so", PAGE,
+            description="Off with `LIZ_PLAYGROUND=false`. The page holds no data; it calls the "
+            "API above.", responses={"401": PAGE_REFUSED},
+        ),
+        "get /openapi.json": operation(
+            "pages", "This document", text("application/json", "This document", "object"), "401"
+        ),
+        "get /docs": operation(
+            "pages", "This document as a page to read", PAGE, responses={"401": PAGE_REFUSED},
+            description="The descriptions' Markdown is rendered on the server: the page needs "
+            "nothing from elsewhere.",
+        ),
+        "get /favicon.ico": operation(
+            "pages", "The server's icon (SVG), for browsers' tabs",
+            text("image/svg+xml", "The icon"),
+        ),
+    }  # fmt: skip
 
 
 def served_paths(routes: list[BaseRoute]) -> dict[str, set[str]]:
@@ -279,11 +235,11 @@ def served_paths(routes: list[BaseRoute]) -> dict[str, set[str]]:
 def openapi_document(routes: list[BaseRoute]) -> dict[str, Any]:
     """The OpenAPI 3.1 document of an app with these routes."""
     served = served_paths(routes)
-    paths = {}
-    for path, item in operations().items():
-        methods = served.get(path, set())
-        if methods & item.keys():
-            paths[path] = {key: value for key, value in item.items() if key in methods | PATH_KEYS}
+    paths: dict[str, Item] = {}
+    for key, item in operations().items():
+        method, path = key.split(" ", 1)
+        if method in served.get(path, ()):
+            paths.setdefault(path, {})[method] = item
     return {
         "openapi": "3.1.0",
         "info": {
@@ -295,10 +251,8 @@ def openapi_document(routes: list[BaseRoute]) -> dict[str, Any]:
         "security": [{}, {"bearer": []}],
         "paths": paths,
         "components": {
-            "schemas": SCHEMAS,
-            "responses": {
-                status: json_body(ref("Error"), meaning) for status, meaning in FAILURES.items()
-            },
+            "schemas": bodies.schemas(),
+            "responses": {status: body(bodies.Error, what) for status, what in FAILURES.items()},
             "securitySchemes": {
                 "bearer": {
                     "type": "http",
@@ -324,12 +278,26 @@ async def openapi_json(request: Request) -> Response:
 
 async def docs_page(request: Request) -> Response:
     document = openapi_document(request.app.routes)
-    schemas = {name: json.dumps(schema, indent=2) for name, schema in SCHEMAS.items()}
-    return render_page("docs.html", document=document, schemas=schemas, as_json=_pretty)
+    return render_page("docs.html", document=document, type_of=type_of)
 
 
-def _pretty(value: Any) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False)
+def type_of(schema: dict[str, Any]) -> Markup:
+    """A schema as the page names its type: a link to a named schema, or a short phrase."""
+    if "$ref" in schema:
+        name = escape(schema["$ref"].split("/")[-1])
+        return Markup(f'<a href="#schema-{name}">{name}</a>')
+    for key in ("anyOf", "oneOf", "allOf"):
+        if key in schema:
+            return Markup(" or ").join(type_of(part) for part in schema[key])
+    if "enum" in schema:
+        values = (Markup("<code>%s</code>") % json.dumps(value) for value in schema["enum"])
+        return Markup("one of ") + Markup(", ").join(values)
+    kind = schema.get("type", "any JSON")
+    if kind == "array":
+        return Markup("array of ") + type_of(schema.get("items", {}))
+    if kind == "object" and isinstance(schema.get("additionalProperties"), dict):
+        return Markup("object of ") + type_of(schema["additionalProperties"])
+    return escape(f"{kind} ({schema['format']})" if "format" in schema else kind)
 
 
 def api_doc_routes() -> list[BaseRoute]:

@@ -7,8 +7,9 @@ Query: ``by`` (agent, user, day, model; default agent), ``agentId``, ``userId``,
 from __future__ import annotations
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
+from liz.http.bodies import UsageReport, json_response
 from liz.observe.prices import PriceTable
 from liz.observe.usage_report import usage_report
 
@@ -27,6 +28,4 @@ async def usage(request: Request) -> Response:
             since=query.get("since"),
             until=query.get("until"),
         )
-    return JSONResponse(
-        {"by": query.get("by", "agent"), "usage": [line.to_json_dict() for line in lines]}
-    )
+    return json_response(UsageReport(by=query.get("by", "agent"), usage=lines))

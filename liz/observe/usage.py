@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
 
 
 @dataclass(frozen=True)
@@ -23,15 +22,6 @@ class CallUsage:
     purpose: str  # reply, route, extract, reconcile, embed, ...
     input_tokens: int
     output_tokens: int
-
-    def to_json_dict(self) -> dict[str, Any]:
-        return {
-            "operation": self.operation,
-            "model": self.model,
-            "purpose": self.purpose,
-            "inputTokens": self.input_tokens,
-            "outputTokens": self.output_tokens,
-        }
 
 
 @dataclass
@@ -53,13 +43,6 @@ class UsageMeter:
     def unstored(self) -> list[CallUsage]:
         """The calls not yet in the usage table."""
         return self.calls[self.stored :]
-
-    def to_json_dict(self) -> dict[str, Any]:
-        return {
-            "inputTokens": self.input_tokens,
-            "outputTokens": self.output_tokens,
-            "calls": [call.to_json_dict() for call in self.calls],
-        }
 
 
 _current: ContextVar[UsageMeter | None] = ContextVar("liz_usage", default=None)

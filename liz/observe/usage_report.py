@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, get_args
+from typing import get_args
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -26,16 +26,6 @@ class UsageLine:
     output_tokens: int = 0
     cost: float = 0.0
     unpriced_models: list[str] = field(default_factory=list)
-
-    def to_json_dict(self) -> dict[str, Any]:
-        return {
-            "key": self.key,
-            "calls": self.calls,
-            "inputTokens": self.input_tokens,
-            "outputTokens": self.output_tokens,
-            "costUsd": round(self.cost, 6),
-            "unpricedModels": self.unpriced_models,
-        }
 
 
 def check_filters(by: str, since: str | None, until: str | None) -> GroupBy:

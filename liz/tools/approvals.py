@@ -29,7 +29,7 @@ from liz.errors import Conflict, LLMError, NotFound
 from liz.llm.chat_answers import RequestedCall
 from liz.observe.usage import metering
 from liz.tools.calls import CallOutcome
-from liz.types import InputObject, Memory
+from liz.types import AgentReply, ApprovalDecided, InputObject, Memory, PendingApproval
 
 if TYPE_CHECKING:
     from liz.runtime import Runtime
@@ -39,7 +39,7 @@ APPROVED = "approved"
 DENIED = "denied"
 
 
-async def pending_approval(runtime: Runtime, input: InputObject, end: LoopEnd) -> dict[str, Any]:
+async def pending_approval(runtime: Runtime, input: InputObject, end: LoopEnd) -> PendingApproval:
     """Store the paused turn; the ``pendingApproval`` the reply carries."""
     approval = paused_turn(runtime, input, end)
     async with runtime.sessions.begin() as session:
@@ -67,18 +67,18 @@ def paused_turn(runtime: Runtime, input: InputObject, end: LoopEnd) -> StoredApp
     )
 
 
-def described(approval: StoredApproval) -> dict[str, Any]:
+def described(approval: StoredApproval) -> PendingApproval:
     try:
         arguments: Any = json.loads(approval.arguments)
     except ValueError:
         arguments = approval.arguments
-    return {
-        "id": approval.id,
-        "tool": approval.tool_name,
-        "arguments": arguments,
-        "text": approval.text,
-        "expiresAt": approval.expires_at.isoformat(),
-    }
+    return PendingApproval(
+        id=approval.id,
+        tool=approval.tool_name,
+        arguments=arguments,
+        text=approval.text,
+        expires_at=approval.expires_at,
+    )
 
 
 @dataclass(frozen=True)
@@ -125,12 +125,12 @@ async def claim_decision(runtime: Runtime, approval: StoredApproval, approve: bo
             f"approval {approval.id!r} was already {approval.status}; send "
             f'{{"approve": {json.dumps(not approve)}}} again to get the reply'
         )
-    kept = CallOutcome.from_json_dict(json.loads(approval.outcome))
+    kept = CallOutcome.model_validate_json(approval.outcome)
     return Decision(approval, approve, kept)
 
 
-async def resume(turn: ToolTurn, runtime: Runtime, decision: Decision) -> dict[str, Any]:
-    """Run or refuse the call, let the model answer, keep the reply; the reply's body."""
+async def resume(turn: ToolTurn, runtime: Runtime, decision: Decision) -> AgentReply:
+    """Run or refuse the call, let the model answer, keep the reply; the reply."""
     approval = decision.approval
     outcome = decision.kept
     with metering() as usage:  # the decided turn's tokens, kept with its reply
@@ -138,7 +138,7 @@ async def resume(turn: ToolTurn, runtime: Runtime, decision: Decision) -> dict[s
             call = RequestedCall(approval.tool_call_id, approval.tool_name, approval.arguments)
             outcome = await turn.decide(call, decision.approve)
             async with runtime.sessions.begin() as session:
-                await record_outcome(session, approval.id, json.dumps(outcome.to_json_dict()))
+                await record_outcome(session, approval.id, outcome.model_dump_json(by_alias=True))
         try:
             end = await turn.go_on(json.loads(approval.messages), outcome)
         except LLMError as exc:
@@ -147,9 +147,11 @@ async def resume(turn: ToolTurn, runtime: Runtime, decision: Decision) -> dict[s
         user_id=approval.user_id, agent_id=approval.agent_id, room_id=approval.room_id
     )
     paused = None if end.pending is None else paused_turn(runtime, input, end)
-    content: dict[str, Any] = {"text": end.text, "toolCalls": [c.to_json_dict() for c in end.calls]}
-    if paused is not None:
-        content["pendingApproval"] = described(paused)
+    pending = None if paused is None else described(paused)
+    calls = [call.model_dump(mode="json", by_alias=True) for call in end.calls]
+    content: dict[str, Any] = {"text": end.text, "toolCalls": calls}
+    if pending is not None:
+        content["pendingApproval"] = pending.model_dump(mode="json", by_alias=True)
     reply = Memory(
         user_id=approval.user_id,
         agent_id=approval.agent_id,
@@ -167,17 +169,15 @@ async def resume(turn: ToolTurn, runtime: Runtime, decision: Decision) -> dict[s
         )
         for statement in spent:
             await session.execute(statement.executable())
-    body: dict[str, Any] = {
-        "text": end.text,
-        "route": None,
-        "agentId": approval.agent_id,
-        "userId": approval.user_id,
-        "roomId": approval.room_id,
-        "approval": {"id": approval.id, "approved": decision.approve},
-    }
-    if paused is not None:
-        body["pendingApproval"] = content["pendingApproval"]
-    return body
+    return AgentReply(
+        text=end.text,
+        route=None,
+        agent_id=approval.agent_id,
+        user_id=approval.user_id,
+        room_id=approval.room_id,
+        pending_approval=pending,
+        approval=ApprovalDecided(id=approval.id, approved=decision.approve),
+    )
 
 
 def _decision_kept(exc: LLMError, decision: Decision) -> LLMError:

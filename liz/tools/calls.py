@@ -6,31 +6,49 @@ import asyncio
 import json
 import logging
 import time
-from dataclasses import dataclass
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import (
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+)
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from liz.llm.chat_answers import RequestedCall
 from liz.observe.tools import tool_outcome, tool_span
 from liz.tools.context import ToolContext
-from liz.types import Tool
+from liz.types import Body, Tool
 
 logger = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class CallOutcome:
-    """What came of one call: its result (JSON-ready) or an error, and how long it took."""
+class CallOutcome(Body):
+    """One tool call of the turn: its result when ok, else the error the model was sent."""
 
-    id: str
-    name: str
-    arguments: Any  # the parsed arguments, or the raw text when it was not JSON
-    ok: bool
-    result: Any = None
-    error: str | None = None
-    duration_ms: float = 0.0
+    # Kept in the trace, the conversation log and the approvals, as JSON.
+
+    model_config = ConfigDict(frozen=True, validate_by_alias=True)
+
+    id: str = Field(description="The call's id")
+    name: str = Field(description="The tool")
+    # The parsed arguments, or the raw text when it was not JSON.
+    arguments: Any = Field(description="The arguments as the model wrote them")
+    ok: bool = Field(description="Whether the call gave a result")
+    result: Any = Field(None, description="The tool's result (when ok)")
+    error: str | None = Field(None, description="What went wrong (when not ok)")
+    duration_ms: float = Field(0.0, description="How long the call took, in milliseconds")
+
+    # No return annotation: the API document then shows the fields, not "any JSON".
+    @model_serializer(mode="wrap")
+    def _sent(self, handler: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]
+        body = handler(self)
+        body.pop("error" if self.ok else "result", None)  # a result, or an error: never both
+        if "durationMs" in body:
+            body["durationMs"] = round(self.duration_ms, 3)
+        return body
 
     def message(self) -> dict[str, Any]:
         """The ``tool`` message that answers the call."""
@@ -38,34 +56,8 @@ class CallOutcome:
         return {"role": "tool", "tool_call_id": self.id, "content": json.dumps(content)}
 
     def result_event(self) -> dict[str, Any]:
-        body: dict[str, Any] = {"id": self.id, "ok": self.ok}
-        if self.ok:
-            body["result"] = self.result
-        else:
-            body["error"] = self.error
-        return body
-
-    def to_json_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "name": self.name,
-            "arguments": self.arguments,
-            **self.result_event(),
-            "durationMs": round(self.duration_ms, 3),
-        }
-
-    @classmethod
-    def from_json_dict(cls, kept: dict[str, Any]) -> CallOutcome:
-        """The outcome :meth:`to_json_dict` wrote."""
-        return cls(
-            kept["id"],
-            kept["name"],
-            kept["arguments"],
-            kept["ok"],
-            kept.get("result"),
-            kept.get("error"),
-            kept["durationMs"],
-        )
+        """The ``tool_result`` event's data (``ToolResultEvent``)."""
+        return self.model_dump(mode="json", by_alias=True, include={"id", "ok", "result", "error"})
 
 
 def parsed_arguments(call: RequestedCall) -> Any:
@@ -78,7 +70,9 @@ def parsed_arguments(call: RequestedCall) -> Any:
 
 def refused(call: RequestedCall, error: str) -> CallOutcome:
     """A call answered with ``error`` without running anything."""
-    return CallOutcome(call.id, call.name, parsed_arguments(call), False, error=error)
+    return CallOutcome(
+        id=call.id, name=call.name, arguments=parsed_arguments(call), ok=False, error=error
+    )
 
 
 async def run_call(
@@ -107,7 +101,15 @@ async def _run_call(
 
     def done(ok: bool, result: Any = None, error: str | None = None) -> CallOutcome:
         took = (time.perf_counter() - started) * 1000
-        return CallOutcome(call.id, call.name, arguments, ok, result, error, took)
+        return CallOutcome(
+            id=call.id,
+            name=call.name,
+            arguments=arguments,
+            ok=ok,
+            result=result,
+            error=error,
+            duration_ms=took,
+        )
 
     if tool is None:
         names = ", ".join(known) or "none"

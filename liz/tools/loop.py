@@ -132,7 +132,7 @@ class ToolTurn:
         return outcome
 
     def _keep(self, outcome: CallOutcome) -> None:
-        self.ctx.trace.tool_calls.append(outcome.to_json_dict())
+        self.ctx.trace.tool_calls.append(outcome)
 
     async def _event(self, name: str, data: dict[str, Any]) -> None:
         if self.on_event is not None:

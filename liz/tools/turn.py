@@ -7,14 +7,14 @@ a reply carrying ``pendingApproval``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from liz.llm.messages import build_messages
 from liz.tools.approvals import pending_approval
 from liz.tools.context import ToolContext
 from liz.tools.loop import LoopEnd, ToolLimits, ToolTurn
 from liz.trace import Trace
-from liz.types import EventSink, InputSource, TokenSink
+from liz.types import EventSink, InputSource, PendingApproval, TokenSink
 
 if TYPE_CHECKING:
     from liz.config import Settings
@@ -76,12 +76,13 @@ async def answer_with_tools(req: AgentRequest, res: AgentResponse) -> None:
     await send_end(res, end, pending)
 
 
-async def send_end(res: AgentResponse, end: LoopEnd, pending: dict[str, Any] | None) -> None:
+async def send_end(res: AgentResponse, end: LoopEnd, pending: PendingApproval | None) -> None:
     """Send the loop's reply, its calls kept for the conversation log."""
     if end.calls:
-        res.memory_extras["toolCalls"] = [call.to_json_dict() for call in end.calls]
+        calls = [call.model_dump(mode="json", by_alias=True) for call in end.calls]
+        res.memory_extras["toolCalls"] = calls
     if pending is not None:
-        res.memory_extras["pendingApproval"] = pending
+        res.memory_extras["pendingApproval"] = pending.model_dump(mode="json", by_alias=True)
     await res.send(end.text)
-    if pending is not None and res.reply is not None:
-        setattr(res.reply, "pendingApproval", pending)  # noqa: B010 (an extra field of the reply)
+    if res.reply is not None:
+        res.reply.pending_approval = pending
