@@ -258,6 +258,8 @@ class AgentFramework:
             metering(res.trace.usage),
         ):
             try:
+                # Over a daily budget: refused before any LLM call, with nothing stored.
+                await self.runtime.budgets.check(input.agent_id, input.user_id)
                 await chain(req, res, _chain_end)
             except Exception as exc:
                 await self._handle_error(exc, req, res)

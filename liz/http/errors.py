@@ -37,6 +37,8 @@ def error_body(exc: LizError, request_id: str | None) -> dict[str, Any]:
         # The provider's own words stay in the log (liz.pipeline logs the whole message).
         where = f"under request id {request_id}"
         return {"error": f"{exc.public}; the server log has the details {where}"}
+    if exc.code is not None:
+        return {"error": exc.message, "code": exc.code}
     return {"error": exc.message}
 
 

@@ -40,6 +40,9 @@ FAILURES = {
     "413": "The body is too large",
     "415": "The body is not sent as `Content-Type: application/json`",
     "422": "This Idempotency-Key was first sent with another body",
+    "429": "`budget_exceeded`: the user or the agent has spent its daily budget "
+    "(LIZ_USER_DAILY_BUDGET_USD, LIZ_AGENT_DAILY_BUDGET_USD); Retry-After: seconds until "
+    "it resets, at the next midnight UTC",
     "500": "An unexpected failure; the body names the request id the server's log has",
     "502": "The LLM answered with an error or an unusable answer",
     "503": "The LLM or the database is not there (not configured, or down; see Retry-After)",
@@ -136,6 +139,7 @@ def operations() -> dict[str, dict[str, Any]]:
                         "413",
                         "415",
                         "422",
+                        "429",
                         "500",
                         "502",
                         "503",

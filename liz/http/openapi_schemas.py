@@ -50,6 +50,7 @@ SCHEMAS: dict[str, Schema] = {
         "Every failure: what is wrong, and how to fix it where the caller can.",
         ["error"],
         error=string("What went wrong, in a sentence"),
+        code=string("A stable name of the error, where it has one (`budget_exceeded`)"),
     ),
     "AgentInputBody": obj(
         "Liz's request body: the message inside `input`.",

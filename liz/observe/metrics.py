@@ -9,7 +9,8 @@ writes its samples there and any of them answers with the sum.
 from __future__ import annotations
 
 import os
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -21,6 +22,9 @@ from prometheus_client import (
     disable_created_metrics,
     generate_latest,
 )
+
+if TYPE_CHECKING:
+    from liz.observe.usage_report import UsageLine
 
 # No `_created` series beside each counter: they doubled what every scrape renders.
 disable_created_metrics()  # type: ignore[no-untyped-call]
@@ -35,7 +39,8 @@ TURN_SECONDS = Histogram(
 LLM_CALLS = Counter("liz_llm_calls", "LLM requests by model and purpose.", ["model", "purpose"])
 LLM_TOKENS = Counter(
     "liz_llm_tokens",
-    "Tokens the provider reported, by model, purpose and direction (input, output).",
+    "Tokens the provider reported, by model, purpose and direction (input, output, and "
+    "cached_input: the part of input its prompt cache served).",
     ["model", "purpose", "direction"],
 )
 FACT_CHANGES = Counter("liz_fact_changes", "Facts learned, updated and retired.", ["change"])
@@ -50,6 +55,21 @@ LEARNING_OLDEST = Gauge(
     "Age of the oldest waiting learning job (0 when none waits).",
     multiprocess_mode="mostrecent",
 )
+# Today's usage per agent, read from the usage table when scraped: every process's.
+USAGE_TODAY = {
+    name: Gauge(
+        f"liz_usage_today_{name}",
+        f"{description}, today (UTC), by agent (read from the usage table when scraped).",
+        ["agent"],
+        multiprocess_mode="mostrecent",
+    )
+    for name, description in (
+        ("input_tokens", "LLM input tokens, the cached ones included"),
+        ("cached_input_tokens", "LLM input tokens the prompt cache served"),
+        ("cache_share", "The part of the LLM input tokens the prompt cache served"),
+        ("cost_usd", "What the LLM calls cost (priced models only)"),
+    )
+}
 DB_POOL_IN_USE = Gauge(
     "liz_db_pool_in_use_connections",
     "Database connections checked out of the pool.",
@@ -62,12 +82,27 @@ def turn(agent: str, route: str | None, status: str, seconds: float) -> None:
     TURN_SECONDS.labels(agent).observe(seconds)
 
 
-def llm_call(model: str, purpose: str, input_tokens: int, output_tokens: int) -> None:
+def llm_call(
+    model: str, purpose: str, input_tokens: int, output_tokens: int, *, cached_input_tokens: int = 0
+) -> None:
     LLM_CALLS.labels(model, purpose).inc()
     if input_tokens:
         LLM_TOKENS.labels(model, purpose, "input").inc(input_tokens)
+    if cached_input_tokens:  # a part of the input tokens, served by the prompt cache
+        LLM_TOKENS.labels(model, purpose, "cached_input").inc(cached_input_tokens)
     if output_tokens:
         LLM_TOKENS.labels(model, purpose, "output").inc(output_tokens)
+
+
+def usage_today(lines: Iterable[UsageLine]) -> None:
+    """Set the ``liz_usage_today_*`` gauges to each agent's totals of today."""
+    for gauge in USAGE_TODAY.values():
+        gauge.clear()
+    for line in lines:
+        USAGE_TODAY["input_tokens"].labels(line.key).set(line.input_tokens)
+        USAGE_TODAY["cached_input_tokens"].labels(line.key).set(line.cached_input_tokens)
+        USAGE_TODAY["cache_share"].labels(line.key).set(line.cache_share)
+        USAGE_TODAY["cost_usd"].labels(line.key).set(line.cost)
 
 
 def fact_changes(learned: int = 0, updated: int = 0, retired: int = 0) -> None:

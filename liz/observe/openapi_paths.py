@@ -24,7 +24,9 @@ _LINE = {
     "properties": {
         "key": {"type": "string", "description": "The agent, user, day or model"},
         "calls": {"type": "integer"},
-        "inputTokens": {"type": "integer"},
+        "inputTokens": {"type": "integer", "description": "Every input token, cached included"},
+        "cachedInputTokens": {"type": "integer", "description": "Served by the prompt cache"},
+        "cacheShare": {"type": "number", "description": "cachedInputTokens / inputTokens"},
         "outputTokens": {"type": "integer"},
         "costUsd": {"type": "number", "description": "Priced models only"},
         "unpricedModels": {"type": "array", "items": {"type": "string"}},

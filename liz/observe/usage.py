@@ -21,8 +21,10 @@ class CallUsage:
     operation: str  # chat or embeddings
     model: str
     purpose: str  # reply, route, extract, reconcile, embed, ...
-    input_tokens: int
+    input_tokens: int  # every input token, the cached ones included
     output_tokens: int
+    cached_input_tokens: int = 0  # read from the provider's prompt cache
+    cache_write_tokens: int = 0  # written to it (Anthropic's cache_control, via OpenRouter)
 
     def to_json_dict(self) -> dict[str, Any]:
         return {
@@ -30,6 +32,7 @@ class CallUsage:
             "model": self.model,
             "purpose": self.purpose,
             "inputTokens": self.input_tokens,
+            "cachedInputTokens": self.cached_input_tokens,
             "outputTokens": self.output_tokens,
         }
 
@@ -47,6 +50,10 @@ class UsageMeter:
         return sum(call.input_tokens for call in self.calls)
 
     @property
+    def cached_input_tokens(self) -> int:
+        return sum(call.cached_input_tokens for call in self.calls)
+
+    @property
     def output_tokens(self) -> int:
         return sum(call.output_tokens for call in self.calls)
 
@@ -57,6 +64,7 @@ class UsageMeter:
     def to_json_dict(self) -> dict[str, Any]:
         return {
             "inputTokens": self.input_tokens,
+            "cachedInputTokens": self.cached_input_tokens,
             "outputTokens": self.output_tokens,
             "calls": [call.to_json_dict() for call in self.calls],
         }
