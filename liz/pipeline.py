@@ -255,7 +255,7 @@ class AgentFramework:
             observe_turn(input, agent.name) as turn,
             self.runtime.turns.one(),
             res.trace.recording(),
-            metering(res.trace.usage),
+            metering(res.trace.usage, agent_id=input.agent_id),
         ):
             try:
                 # Over a daily budget: refused before any LLM call, with nothing stored.

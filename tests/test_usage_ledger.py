@@ -100,6 +100,7 @@ async def test_each_turn_appends_its_rows_and_reading_sums_them(
 async def test_cached_tokens_reach_the_usage_table_and_lower_the_cost(
     client: httpx.AsyncClient, runtime: Runtime, scripted: ScriptedOpenAI
 ) -> None:
+    before = await samples(client)
     assert (await client.post("/agent/input", json=say("bob"))).status_code == 200
     scripted.report_cached_tokens(CACHED)
     assert (await client.post("/agent/input", json=say("ann"))).status_code == 200
@@ -121,14 +122,22 @@ async def test_cached_tokens_reach_the_usage_table_and_lower_the_cost(
     assert lines["ann"]["costUsd"] < uncached / 1_000_000
 
     found = await samples(client)
-    agent = {"agent": AGENT}
-    assert value(found, "liz_usage_today_cached_input_tokens", **agent) == CACHED
-    both = ann.inputTokens + bob.inputTokens
-    assert value(found, "liz_usage_today_input_tokens", **agent) == both
-    assert value(found, "liz_usage_today_cache_share", **agent) == pytest.approx(CACHED / both)
-    assert value(found, "liz_usage_today_cost_usd", **agent) == pytest.approx(
-        lines["ann"]["costUsd"] + lines["bob"]["costUsd"], abs=1e-6
-    )
+    counted = {
+        direction: value(found, "liz_agent_llm_tokens_total", agent=AGENT, direction=direction)
+        - value(before, "liz_agent_llm_tokens_total", agent=AGENT, direction=direction)
+        for direction in ("input", "cached_input", "output")
+    }
+    assert counted == {
+        "input": ann.inputTokens + bob.inputTokens,
+        "cached_input": CACHED,
+        "output": ann.outputTokens + bob.outputTokens,
+    }
+    share = value(found, "liz_agent_llm_cache_share", agent=AGENT)
+    total = {
+        direction: value(found, "liz_agent_llm_tokens_total", agent=AGENT, direction=direction)
+        for direction in ("input", "cached_input")
+    }
+    assert 0 < share == pytest.approx(total["cached_input"] / total["input"])
 
 
 async def test_liz_usage_prints_the_cached_tokens_and_their_share(

@@ -1,24 +1,18 @@
 """``GET /metrics``: liz's Prometheus metrics, behind the API key unless LIZ_METRICS_PUBLIC.
 
-The learning queue's backlog and today's usage per agent are read from the database as
-the metrics are asked for.
+The learning queue's backlog is read from the database as the metrics are asked for.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from liz.learning_queue.jobs import backlog
-from liz.observe.metrics import LEARNING_BACKLOG, LEARNING_OLDEST, exposition, usage_today
-from liz.observe.usage_report import usage_report
-
-if TYPE_CHECKING:
-    from liz.runtime import Runtime
+from liz.observe.metrics import LEARNING_BACKLOG, LEARNING_OLDEST, exposition
 
 logger = logging.getLogger(__name__)
 
@@ -36,7 +30,6 @@ async def metrics(request: Request) -> Response:
             LEARNING_OLDEST.set(age or 0.0)
         except Exception as exc:  # the other metrics still answer during an outage
             logger.warning("GET /metrics could not read the learning queue: %r", exc)
-        await _usage_today(framework.runtime)
     body, content_type = exposition()
     return Response(body, media_type=content_type)
 
@@ -53,17 +46,3 @@ class PublicMetrics:
             await response(scope, receive, send)
             return
         await self.app(scope, receive, send)
-
-
-async def _usage_today(runtime: Runtime) -> None:
-    """Each agent's tokens, cache share and cost of today, from the usage table."""
-    today = runtime.clock.now().date().isoformat()
-    try:
-        async with runtime.reads() as session:
-            lines = await usage_report(
-                session, runtime.budgets.prices, "agent", since=today, until=today
-            )
-    except Exception as exc:  # the other metrics still answer during an outage
-        logger.warning("GET /metrics could not read the usage table: %r", exc)
-        return
-    usage_today(lines)

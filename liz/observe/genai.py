@@ -19,7 +19,7 @@ from opentelemetry.trace import Span, SpanKind
 
 from liz.observe import metrics
 from liz.observe.tracing import capture_content, span, tracing_on
-from liz.observe.usage import CallUsage, record_usage
+from liz.observe.usage import CallUsage, metered_agent, record_usage
 
 # The structured answers whose schema names the call's purpose; any other chat is a reply.
 _PURPOSE_BY_SCHEMA = {
@@ -129,6 +129,7 @@ def _finish(
         record.input_tokens,
         record.output_tokens,
         cached_input_tokens=record.cached_input_tokens,
+        agent=metered_agent(),
     )
     record_usage(
         CallUsage(

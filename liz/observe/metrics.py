@@ -9,8 +9,8 @@ writes its samples there and any of them answers with the sum.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -22,9 +22,8 @@ from prometheus_client import (
     disable_created_metrics,
     generate_latest,
 )
-
-if TYPE_CHECKING:
-    from liz.observe.usage_report import UsageLine
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 # No `_created` series beside each counter: they doubled what every scrape renders.
 disable_created_metrics()  # type: ignore[no-untyped-call]
@@ -55,21 +54,12 @@ LEARNING_OLDEST = Gauge(
     "Age of the oldest waiting learning job (0 when none waits).",
     multiprocess_mode="mostrecent",
 )
-# Today's usage per agent, read from the usage table when scraped: every process's.
-USAGE_TODAY = {
-    name: Gauge(
-        f"liz_usage_today_{name}",
-        f"{description}, today (UTC), by agent (read from the usage table when scraped).",
-        ["agent"],
-        multiprocess_mode="mostrecent",
-    )
-    for name, description in (
-        ("input_tokens", "LLM input tokens, the cached ones included"),
-        ("cached_input_tokens", "LLM input tokens the prompt cache served"),
-        ("cache_share", "The part of the LLM input tokens the prompt cache served"),
-        ("cost_usd", "What the LLM calls cost (priced models only)"),
-    )
-}
+AGENT_TOKENS = Counter(
+    "liz_agent_llm_tokens",
+    "LLM tokens by agent and direction (input, cached_input: the part of input the prompt "
+    "cache served, output).",
+    ["agent", "direction"],
+)
 DB_POOL_IN_USE = Gauge(
     "liz_db_pool_in_use_connections",
     "Database connections checked out of the pool.",
@@ -83,26 +73,21 @@ def turn(agent: str, route: str | None, status: str, seconds: float) -> None:
 
 
 def llm_call(
-    model: str, purpose: str, input_tokens: int, output_tokens: int, *, cached_input_tokens: int = 0
+    model: str,
+    purpose: str,
+    input_tokens: int,
+    output_tokens: int,
+    *,
+    cached_input_tokens: int = 0,
+    agent: str | None = None,
 ) -> None:
     LLM_CALLS.labels(model, purpose).inc()
-    if input_tokens:
-        LLM_TOKENS.labels(model, purpose, "input").inc(input_tokens)
-    if cached_input_tokens:  # a part of the input tokens, served by the prompt cache
-        LLM_TOKENS.labels(model, purpose, "cached_input").inc(cached_input_tokens)
-    if output_tokens:
-        LLM_TOKENS.labels(model, purpose, "output").inc(output_tokens)
-
-
-def usage_today(lines: Iterable[UsageLine]) -> None:
-    """Set the ``liz_usage_today_*`` gauges to each agent's totals of today."""
-    for gauge in USAGE_TODAY.values():
-        gauge.clear()
-    for line in lines:
-        USAGE_TODAY["input_tokens"].labels(line.key).set(line.input_tokens)
-        USAGE_TODAY["cached_input_tokens"].labels(line.key).set(line.cached_input_tokens)
-        USAGE_TODAY["cache_share"].labels(line.key).set(line.cache_share)
-        USAGE_TODAY["cost_usd"].labels(line.key).set(line.cost)
+    tokens = {"input": input_tokens, "cached_input": cached_input_tokens, "output": output_tokens}
+    for direction, count in tokens.items():
+        if count:
+            LLM_TOKENS.labels(model, purpose, direction).inc(count)
+            if agent is not None:
+                AGENT_TOKENS.labels(agent, direction).inc(count)
 
 
 def fact_changes(learned: int = 0, updated: int = 0, retired: int = 0) -> None:
@@ -129,12 +114,44 @@ def watch_pool(engine: Any) -> None:
     event.listen(pool, "checkin", lambda *_: DB_POOL_IN_USE.dec())
 
 
+class CacheShare(Collector):
+    """``liz_agent_llm_cache_share``: per agent, the part of the input tokens counted so
+    far that the prompt cache served, from the counters ``source`` collects (this
+    process's, or every process's in multiprocess mode)."""
+
+    def __init__(self, source: Callable[[], Iterable[Metric]]) -> None:
+        self._source = source
+
+    def collect(self) -> Iterator[Metric]:
+        counted: dict[str, dict[str, float]] = {}
+        for family in self._source():
+            if family.name != "liz_agent_llm_tokens":
+                continue
+            for sample in family.samples:
+                if sample.name == "liz_agent_llm_tokens_total":
+                    tokens = counted.setdefault(sample.labels["agent"], {})
+                    tokens[sample.labels["direction"]] = sample.value
+        share = GaugeMetricFamily(
+            "liz_agent_llm_cache_share",
+            "The part of each agent's LLM input tokens the prompt cache served.",
+            labels=["agent"],
+        )
+        for agent, spent in sorted(counted.items()):
+            if spent.get("input"):
+                share.add_metric([agent], spent.get("cached_input", 0.0) / spent["input"])
+        yield share
+
+
+REGISTRY.register(CacheShare(AGENT_TOKENS.collect))
+
+
 def exposition() -> tuple[bytes, str]:
     """The metrics in the Prometheus text format, and its content type."""
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         from prometheus_client import multiprocess
 
         registry = CollectorRegistry()
-        multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+        collector = multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+        registry.register(CacheShare(collector.collect))
         return generate_latest(registry), CONTENT_TYPE_LATEST
     return generate_latest(REGISTRY), CONTENT_TYPE_LATEST

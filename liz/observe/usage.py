@@ -43,6 +43,7 @@ class UsageMeter:
 
     calls: list[CallUsage] = field(default_factory=list)
     stored: int = 0  # the calls before this one are in the usage table already
+    agent_id: str | None = None  # whose work it is (the per-agent metrics)
     _open: bool = field(default=False, repr=False)
 
     @property
@@ -74,9 +75,13 @@ _current: ContextVar[UsageMeter | None] = ContextVar("liz_usage", default=None)
 
 
 @contextmanager
-def metering(meter: UsageMeter | None = None) -> Iterator[UsageMeter]:
-    """While the block runs, the LLM calls made in its context are added to the meter."""
+def metering(
+    meter: UsageMeter | None = None, *, agent_id: str | None = None
+) -> Iterator[UsageMeter]:
+    """While the block runs, the LLM calls made in its context (for ``agent_id``'s work)
+    are added to the meter."""
     meter = meter or UsageMeter()
+    meter.agent_id = agent_id or meter.agent_id
     meter._open = True
     token = _current.set(meter)
     try:
@@ -90,3 +95,9 @@ def record_usage(call: CallUsage) -> None:
     meter = _current.get()
     if meter is not None and meter._open:
         meter.calls.append(call)
+
+
+def metered_agent() -> str | None:
+    """The agent whose unit of work the LLM calls made here belong to, if one is metered."""
+    meter = _current.get()
+    return meter.agent_id if meter is not None and meter._open else None
