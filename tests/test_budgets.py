@@ -40,12 +40,17 @@ from liz.middleware import (
 from liz.pipeline import AgentFramework
 from liz.runtime import Runtime
 from liz.testing.clock import ManualClock
+from liz.testing.fake_twitter import FakeTwitter
 from liz.testing.openai_server import ScriptedOpenAI
 from liz.testing.scripted_model import answer
+from liz.twitter.tables import HandledTweetRecord
 from tests.fixtures.db import _fresh_postgres
 from tests.learning_world import AGENT as LEARNING_AGENT
 from tests.learning_world import Brain, fact_text, learning_settings, make_agent
 from tests.serve_process import liz_serve, run_liz
+from tests.test_twitter_bot import Brain as TwitterBrain
+from tests.test_twitter_bot import World as TwitterWorld
+from tests.test_twitter_bot import ada
 
 pytestmark = pytest.mark.anyio
 
@@ -279,3 +284,52 @@ def test_liz_serve_refuses_a_budget_it_cannot_price(tmp_path: Path) -> None:
     assert "'house-model-7b' has no price" in output
     assert "LIZ_PRICE_TABLE" in output and "LIZ_USER_DAILY_BUDGET_USD" in output
     assert "running" not in output.lower()
+
+
+async def test_the_twitter_bot_skips_a_user_over_budget_and_says_so_once_a_day(
+    database_url: str,
+    engine: AsyncEngine,
+    scripted: ScriptedOpenAI,
+    llm: LLMClient,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = ManualClock(LATE)
+    brain = TwitterBrain()
+    scripted.respond_with(brain)
+    runtime = Runtime(
+        settings=Settings(
+            _env_file=None,  # type: ignore[call-arg]
+            database_url=database_url,
+            liz_price_table=str(price_file(tmp_path)),
+            liz_user_daily_budget_usd=0.1,
+        ),
+        engine=engine,
+        llm_client=llm,
+        clock=clock,
+    )
+    x = FakeTwitter(username="ada_bot", clock=clock)
+    world = TwitterWorld(clock, x, scripted, brain, runtime, ada())
+    caplog.set_level(logging.WARNING, logger="liz.observe.budgets")
+    try:
+        first = x.tweet_as("bob", "@ada_bot which tea today?")
+        await world.start(world.bot())
+        assert [t.in_reply_to_id for t in x.posts] == [first.id]  # bob's day has begun
+        asked = len(scripted.requests)
+
+        again = x.tweet_as("bob", "@ada_bot and tomorrow?")
+        carol = x.tweet_as("carol", "@ada_bot green or black?")
+        await clock.advance(minutes=5)
+        more = x.tweet_as("bob", "@ada_bot hello?")
+        await clock.advance(minutes=5)
+        assert [t.in_reply_to_id for t in x.posts] == [first.id, carol.id]
+        handled = {row.tweet_id: row.decision for row in await world.rows(HandledTweetRecord)}
+        assert handled[str(again.id)] == handled[str(more.id)] == "skipped"
+        # Only carol's turn asked the model: bob's were skipped before the should-respond call.
+        assert all("carol" in r.prompt for r in scripted.requests[asked:])
+        skips = [r for r in caplog.records if "Twitter: skipping tweets" in r.getMessage()]
+        assert len(skips) == 1 and f"user '{again.author_id}'" in skips[0].getMessage()
+    finally:
+        for bot in world.bots:
+            await bot.stop()
+        await runtime.background.drain()
