@@ -23,7 +23,7 @@ from liz.bootstrap import build_framework, open_runtime
 from liz.cli import app as cli
 from liz.config import Settings
 from liz.db.engine import create_engine
-from liz.db.migrate import alembic_config, upgrade
+from liz.db.migrate import alembic_config, run_blocking, upgrade
 from liz.db.usage import UsageRecord, usage_statements
 from liz.http import create_app
 from liz.observe.prices import PriceTable
@@ -216,22 +216,22 @@ def test_a_price_table_with_a_bad_cached_price_says_what_it_needs(tmp_path: Path
         PriceTable.load(path)
 
 
+def migrate(url: str, revision: str, *, down: bool = False) -> None:
+    async def work() -> None:
+        engine = create_engine(url, pooled=False)
+        try:
+            async with engine.begin() as connection:
+                step = command.downgrade if down else command.upgrade
+                await connection.run_sync(lambda sync: step(alembic_config(sync), revision))
+        finally:
+            await engine.dispose()
+
+    run_blocking(work)
+
+
 @pytest.fixture
 def migrated_to_0015(empty_database_url: str) -> Iterator[str]:
-    def to(revision: str) -> None:
-        async def work() -> None:
-            engine = create_engine(empty_database_url, pooled=False)
-            try:
-                async with engine.begin() as connection:
-                    await connection.run_sync(
-                        lambda sync: command.upgrade(alembic_config(sync), revision)
-                    )
-            finally:
-                await engine.dispose()
-
-        anyio.run(work)
-
-    to("0015_tool_approval_outcome")
+    migrate(empty_database_url, "0015_tool_approval_outcome")
     yield empty_database_url
 
 
@@ -271,11 +271,32 @@ def test_the_migration_keeps_every_days_totals_as_rows(migrated_to_0015: str) ->
         finally:
             await engine.dispose()
 
+    async def append_a_turn_and_read_the_old_shape() -> list[tuple[Any, ...]]:
+        engine = create_engine(url, pooled=False)
+        try:
+            async with engine.begin() as connection:
+                reply = CallUsage("chat", "gpt-4o", "reply", 100, 10, cached_input_tokens=50)
+                at = datetime(2026, 12, 1, 18, tzinfo=UTC)
+                for bound in usage_statements([reply], agent_id=AGENT, user_id="ann", at=at):
+                    await connection.execute(bound.executable())
+            migrate(url, "0015_tool_approval_outcome", down=True)
+            names = (*columns, "inputTokens", "outputTokens")
+            daily = table("Usage", *(column(name) for name in names))
+            async with engine.connect() as connection:
+                query = select(daily).order_by(daily.c.day, daily.c.purpose)
+                return [tuple(row) for row in await connection.execute(query)]
+        finally:
+            await engine.dispose()
+
     anyio.run(fill)
     upgrade(url)
     moved = anyio.run(read)
     expected = sorted(old, key=lambda row: (row[0], row[4]))
     assert moved == [(*row, 0) for row in expected]
+    # Back down: a day's rows summed into its total again (cached tokens are dropped).
+    summed = anyio.run(append_a_turn_and_read_the_old_shape)
+    assert summed[1] == ("2026-12-01", AGENT, "ann", "gpt-4o", "reply", 4, 400, 40)
+    assert [*summed[:1], *summed[2:]] == [expected[0], expected[2]]
 
 
 async def _append(session: AsyncSession, calls: list[CallUsage], at: Any) -> None:
