@@ -140,6 +140,19 @@ async def test_cached_tokens_reach_the_usage_table_and_lower_the_cost(
     assert 0 < share == pytest.approx(total["cached_input"] / total["input"])
 
 
+async def test_a_streamed_replys_cached_tokens_are_counted_too(
+    client: httpx.AsyncClient, runtime: Runtime, scripted: ScriptedOpenAI
+) -> None:
+    scripted.report_cached_tokens(CACHED)
+    streamed = await client.post(
+        "/agent/input", json=say("ann"), headers={"Accept": "text/event-stream"}
+    )
+    assert "event: reply" in streamed.text
+    (row,) = await usage_rows(runtime.engine)
+    assert (row.purpose, row.cachedInputTokens) == ("reply", CACHED)
+    assert row.inputTokens > CACHED
+
+
 async def test_liz_usage_prints_the_cached_tokens_and_their_share(
     client: httpx.AsyncClient,
     runtime: Runtime,
