@@ -9,7 +9,7 @@ import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator, Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -48,9 +48,12 @@ from tests.fixtures.db import _fresh_postgres
 from tests.learning_world import AGENT as LEARNING_AGENT
 from tests.learning_world import Brain, fact_text, learning_settings, make_agent
 from tests.serve_process import liz_serve, run_liz
+from tests.test_tools_approval import START, app_at, refund_asked
+from tests.test_tools_approval import bearer as refund_bearer
 from tests.test_twitter_bot import Brain as TwitterBrain
 from tests.test_twitter_bot import World as TwitterWorld
 from tests.test_twitter_bot import ada
+from tests.tools_world import served
 
 pytestmark = pytest.mark.anyio
 
@@ -333,3 +336,21 @@ async def test_the_twitter_bot_skips_a_user_over_budget_and_says_so_once_a_day(
         for bot in world.bots:
             await bot.stop()
         await runtime.background.drain()
+
+
+def test_an_approval_over_budget_waits_undecided(database_url: str) -> None:
+    with refund_asked(database_url) as shop:
+        pending = shop.asked["pendingApproval"]
+        path = f"/agent/approvals/{pending['id']}"
+        later = START + timedelta(seconds=60)
+        broke = app_at(shop.agent, database_url, shop.url, later, liz_user_daily_budget_usd=1e-9)
+        with served(broke) as client:
+            refused = client.post(path, json={"approve": True}, headers=refund_bearer("ann"))
+        assert refused.status_code == 429 and refused.json()["code"] == "budget_exceeded"
+        assert shop.refunds == []  # the tool did not run, and the approval is still pending
+
+        shop.scripted.reply("Done: 12.5 refunded on A1.")
+        with served(app_at(shop.agent, database_url, shop.url, later)) as client:
+            decided = client.post(path, json={"approve": True}, headers=refund_bearer("ann"))
+        assert decided.status_code == 200, decided.text
+        assert shop.refunds == [("A1", 12.5)]
