@@ -123,7 +123,17 @@ def approval_operations(sse_description: str, events: dict[str, Any]) -> dict[st
                     },
                     **{
                         status: {"$ref": f"#/components/responses/{status}"}
-                        for status in ("400", "401", "403", "404", "409", "429", "500", "502", "503")
+                        for status in (
+                            "400",
+                            "401",
+                            "403",
+                            "404",
+                            "409",
+                            "429",
+                            "500",
+                            "502",
+                            "503",
+                        )
                     },
                 },
             }
