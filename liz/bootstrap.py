@@ -57,6 +57,8 @@ async def open_runtime(
         facts=facts,
     )
     try:
+        if llm is not None:  # a budget needs every model's price, known before any turn
+            runtime.budgets.check_prices([llm.small_model, llm.large_model, llm.embedding_model])
         if facts is not None:
             # Fail at startup, naming the fix, rather than on the first message.
             await facts.check()

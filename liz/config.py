@@ -99,8 +99,13 @@ class Settings(BaseSettings):
     liz_max_connections: int = Field(default=1000, ge=1)
     # GET /metrics without the API key (for a Prometheus on a private network).
     liz_metrics_public: bool = False
-    # A JSON file of model prices over the default table (docs/observability.md).
+    # A JSON file of model prices over genai-prices' table (docs/observability.md).
     liz_price_table: str | None = None
+    # USD one user may spend on LLM calls per UTC day, over every agent, learning included;
+    # a turn over it is answered 429 (docs/observability.md). Unset: no limit.
+    liz_user_daily_budget_usd: float | None = Field(default=None, gt=0)
+    # USD one agent may spend on LLM calls per UTC day, over every user. Unset: no limit.
+    liz_agent_daily_budget_usd: float | None = Field(default=None, gt=0)
     # Log lines as readable text, or one JSON object each with trace and span ids.
     liz_log_format: Literal["text", "json"] = "text"
 

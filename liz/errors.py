@@ -18,6 +18,8 @@ class LizError(Exception):
 
     status: int = 500
     retry_after: float | None = None
+    # A stable name for the error that callers may branch on (``budget_exceeded``).
+    code: str | None = None
 
     def __init__(self, message: str, *, status: int | None = None) -> None:
         super().__init__(message)

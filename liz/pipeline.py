@@ -260,9 +260,11 @@ class AgentFramework:
             observe_turn(input, agent.name) as turn,
             self.runtime.turns.one(),
             res.trace.recording(),
-            metering(res.trace.usage),
+            metering(res.trace.usage, agent_id=input.agent_id),
         ):
             try:
+                # Over a daily budget: refused before any LLM call, with nothing stored.
+                await self.runtime.budgets.check(input.agent_id, input.user_id)
                 await chain(req, res, _chain_end)
             except Exception as exc:
                 await self._handle_error(exc, req, res)

@@ -12,6 +12,7 @@ from liz.config import Settings
 from liz.db.engine import make_read_sessionmaker, make_sessionmaker
 from liz.errors import LLMNotConfigured
 from liz.learning_queue.worker import LearningWorker
+from liz.observe.budgets import DailyBudgets
 from liz.turns import TurnsUnderWay
 from liz.types import Clock, SystemClock
 
@@ -39,6 +40,8 @@ class Runtime:
     sessions: async_sessionmaker[AsyncSession] = field(init=False)
     # Sessions that only read: on SQLite they never wait for a writer (a write fails).
     reads: async_sessionmaker[AsyncSession] = field(init=False)
+    # What a user or an agent may still spend today (LIZ_*_DAILY_BUDGET_USD).
+    budgets: DailyBudgets = field(init=False)
     # Learns facts from the queued messages (durable learning; started by open_runtime).
     learning: LearningWorker = field(init=False)
 
@@ -46,6 +49,13 @@ class Runtime:
         self.turns = TurnsUnderWay(self.clock)
         self.sessions = make_sessionmaker(self.engine)
         self.reads = make_read_sessionmaker(self.engine)
+        self.budgets = DailyBudgets(
+            user_usd=self.settings.liz_user_daily_budget_usd,
+            agent_usd=self.settings.liz_agent_daily_budget_usd,
+            reads=self.reads,
+            clock=self.clock,
+            price_table=self.settings.liz_price_table,
+        )
         self.learning = LearningWorker(
             facts=self.facts,
             sessions=self.sessions,
@@ -53,6 +63,7 @@ class Runtime:
             settings=self.settings.learning,
             turns=self.turns,
             background=self.background,
+            budgets=self.budgets,
         )
 
     def __setattr__(self, name: str, value: Any) -> None:

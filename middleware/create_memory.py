@@ -67,8 +67,7 @@ async def create_memory(req: AgentRequest, res: AgentResponse, next: Next) -> No
     statements = [insert_statement(reply)]
     if learn:
         statements.append(_turn_over(req, said, reply.id))
-    # The queue's rows before the usage rows, the order learning's own transaction takes
-    # them in: the other order deadlocks a reply against a learning job on PostgreSQL.
+    # Usage rows are only appended (liz.db.usage): no other transaction waits on them.
     statements.extend(spent)
     async with connect(engine) as db:
         await db.commit(*statements)

@@ -100,7 +100,8 @@ async def test_liz_usage_prints_tokens_and_cost_per_agent(
     assert result.exit_code == 0, result.output
     (row,) = [line for line in result.output.splitlines() if line.startswith("business-advisor")]
     cost = (tokens_in * 1.0 + tokens_out * 2.0) / 1_000_000
-    assert row.split() == ["business-advisor", "1", str(tokens_in), str(tokens_out), f"{cost:.4f}"]
+    expected = ["business-advisor", "1", str(tokens_in), "0", "0.0", str(tokens_out), f"{cost:.4f}"]
+    assert row.split() == expected
     by_nothing = await anyio.to_thread.run_sync(
         lambda: CliRunner().invoke(cli, ["usage", "--by", "room"])
     )

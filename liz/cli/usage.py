@@ -6,7 +6,7 @@ For example::
     $ liz usage --by day --since 2026-12-01
     $ liz usage --by user --agent business-advisor
 
-Prices come from the default table or LIZ_PRICE_TABLE (docs/observability.md).
+Prices come from genai-prices, or LIZ_PRICE_TABLE over it (docs/observability.md).
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ def show_usage(
     since: Annotated[str | None, typer.Option(help="From this day (YYYY-MM-DD).")] = None,
     until: Annotated[str | None, typer.Option(help="To this day, inclusive.")] = None,
 ) -> None:
-    """Print tokens and cost per agent, user, day or model."""
+    """Print tokens (input, the part of it the prompt cache served, output) and cost per
+    agent, user, day or model."""
     from liz.config import Settings
     from liz.errors import LizError
     from liz.observe.prices import PriceTable
@@ -53,10 +54,14 @@ def show_usage(
     if not lines:
         typer.echo("no usage recorded yet")
         return
-    typer.echo(f"{by:<30} {'calls':>7} {'input':>10} {'output':>10} {'cost USD':>11}")
+    typer.echo(
+        f"{by:<30} {'calls':>7} {'input':>10} {'cached':>10} {'cache %':>7} "
+        f"{'output':>10} {'cost USD':>11}"
+    )
     for line in lines:
         note = f"  (no price: {', '.join(line.unpriced_models)})" if line.unpriced_models else ""
         typer.echo(
             f"{line.key:<30} {line.calls:>7} {line.input_tokens:>10} "
+            f"{line.cached_input_tokens:>10} {line.cache_share * 100:>7.1f} "
             f"{line.output_tokens:>10} {line.cost:>11.4f}{note}"
         )

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import TextClause, text
+from sqlalchemy import ClauseElement, TextClause, text
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.util import greenlet_spawn
@@ -50,6 +50,21 @@ class Statement:
             postgres=template.format(*(f"${number}" for number in range(1, count + 1))),
             named=template.format(*(f":p{number}" for number in range(1, count + 1))),
         )
+
+    @classmethod
+    def of_core(cls, statement: ClauseElement) -> Statement:
+        """A SQLAlchemy Core ``statement``, compiled once for each driver; its parameters
+        are ``bindparam("p1")`` to ``bindparam("pN")``, bound in that order."""
+        from sqlalchemy.dialects.postgresql.asyncpg import dialect as asyncpg_dialect
+        from sqlalchemy.dialects.sqlite import dialect as sqlite_dialect
+
+        sqlite: Any = statement.compile(dialect=sqlite_dialect(paramstyle="qmark"))
+        postgres: Any = statement.compile(dialect=asyncpg_dialect())  # type: ignore[no-untyped-call]
+        named = statement.compile(dialect=sqlite_dialect(paramstyle="named"))
+        order = [f"p{number}" for number in range(1, len(named.params) + 1)]
+        if sqlite.positiontup != order or postgres.positiontup != order:
+            raise TypeError(f"name the parameters of {statement} p1 to pN, in order")
+        return cls(sqlite=str(sqlite), postgres=str(postgres), named=str(named))
 
     def bind(self, *parameters: Any) -> Bound:
         """This statement with its parameters, to run later (:meth:`Driver.commit`)."""

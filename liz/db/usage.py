@@ -1,8 +1,11 @@
-"""The ``Usage`` table: LLM tokens per agent, user, model, purpose and day.
+"""The ``Usage`` table: LLM tokens, appended per unit of work, summed when read.
 
-Each turn adds its calls' tokens in the transaction that stores its reply, a learning
-job after its facts are written, with one upsert per row: a day's row holds running
-totals. Costs are not stored: the price table turns tokens into money when usage is
+A turn writes its rows in the transaction that stores its reply, a learning job in the
+one that writes its facts, an approval in the one that stores its reply: one row per
+model and purpose the unit of work used. Rows are only ever inserted, never updated,
+so two transactions never wait on the same usage row (a day's running total, upserted
+by every turn and every learning job, deadlocked them on PostgreSQL). Reading sums
+them. Costs are not stored: the price table turns tokens into money when usage is
 read (liz.observe.prices), so a corrected price corrects the past.
 """
 
@@ -13,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import Integer, Text, func, select
+from sqlalchemy import Index, Integer, Text, bindparam, func, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -23,46 +26,69 @@ from liz.observe.usage import CallUsage
 
 
 class UsageRecord(Base):
-    """One agent, user, model, purpose and day's token totals."""
+    """The tokens one unit of work (a turn, a learning job, an approval) spent on one
+    model for one purpose."""
 
     __tablename__ = "Usage"
+    __table_args__ = (
+        # Today's spending of a user or an agent (liz.observe.budgets), and reports.
+        Index(None, "day", "userId"),
+        Index(None, "day", "agentId"),
+    )
 
-    day: Mapped[str] = mapped_column(Text, primary_key=True)  # YYYY-MM-DD, UTC
-    agent_id: Mapped[str] = mapped_column("agentId", Text, primary_key=True)
-    user_id: Mapped[str] = mapped_column("userId", Text, primary_key=True)
-    model: Mapped[str] = mapped_column(Text, primary_key=True)
-    purpose: Mapped[str] = mapped_column(Text, primary_key=True)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    day: Mapped[str] = mapped_column(Text)  # YYYY-MM-DD, UTC
+    agent_id: Mapped[str] = mapped_column("agentId", Text)
+    user_id: Mapped[str] = mapped_column("userId", Text)
+    model: Mapped[str] = mapped_column(Text)
+    purpose: Mapped[str] = mapped_column(Text)
     calls: Mapped[int] = mapped_column(Integer)
+    # Every input token, those the provider's prompt cache served included.
     input_tokens: Mapped[int] = mapped_column("inputTokens", Integer)
+    cached_input_tokens: Mapped[int] = mapped_column("cachedInputTokens", Integer)
+    cache_write_tokens: Mapped[int] = mapped_column("cacheWriteTokens", Integer)
     output_tokens: Mapped[int] = mapped_column("outputTokens", Integer)
 
 
-# The same SQL on SQLite and PostgreSQL: an upsert adding to the day's totals.
-_ADD = Statement.of(
-    'INSERT INTO "Usage" ("day", "agentId", "userId", "model", "purpose", "calls", '
-    '"inputTokens", "outputTokens") VALUES ({}, {}, {}, {}, {}, {}, {}, {}) '
-    'ON CONFLICT ("day", "agentId", "userId", "model", "purpose") DO UPDATE SET '
-    '"calls" = "Usage"."calls" + excluded."calls", '
-    '"inputTokens" = "Usage"."inputTokens" + excluded."inputTokens", '
-    '"outputTokens" = "Usage"."outputTokens" + excluded."outputTokens"'
+_table = UsageRecord.__table__
+_ROW = (
+    "day",
+    "agentId",
+    "userId",
+    "model",
+    "purpose",
+    "calls",
+    "inputTokens",
+    "cachedInputTokens",
+    "cacheWriteTokens",
+    "outputTokens",
+)
+# One row, compiled once for each driver: the reply's transaction sends it straight to
+# the driver beside the message's own statements (liz.db.driver).
+_ADD = Statement.of_core(
+    insert(UsageRecord)
+    .inline()
+    .values({name: bindparam(f"p{n}") for n, name in enumerate(_ROW, 1)})
 )
 
 
 def usage_statements(
     calls: Sequence[CallUsage], *, agent_id: str, user_id: str, at: datetime
 ) -> list[Bound]:
-    """The statements adding the calls' tokens to their day's rows, one per model and
-    purpose, for a transaction of the caller's (the turn's reply, a learning job)."""
+    """The statements appending the calls' tokens, one row per model and purpose, for a
+    transaction of the caller's (the turn's reply, a learning job, an approval)."""
     day = at.date().isoformat()
     totals: dict[tuple[str, str], list[int]] = {}
     for call in calls:
-        row = totals.setdefault((call.model, call.purpose), [0, 0, 0])
+        row = totals.setdefault((call.model, call.purpose), [0, 0, 0, 0, 0])
         row[0] += 1
         row[1] += call.input_tokens
-        row[2] += call.output_tokens
+        row[2] += call.cached_input_tokens
+        row[3] += call.cache_write_tokens
+        row[4] += call.output_tokens
     return [
-        _ADD.bind(day, agent_id, user_id, model, purpose, count, tokens_in, tokens_out)
-        for (model, purpose), (count, tokens_in, tokens_out) in sorted(totals.items())
+        _ADD.bind(day, agent_id, user_id, model, purpose, *counts)
+        for (model, purpose), counts in sorted(totals.items())
     ]
 
 
@@ -79,6 +105,8 @@ class UsageTotal:
     calls: int
     input_tokens: int
     output_tokens: int
+    cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
 
 
 async def usage_totals(
@@ -90,23 +118,24 @@ async def usage_totals(
     since: str | None = None,
     until: str | None = None,
 ) -> list[UsageTotal]:
-    """Totals grouped by ``by`` and model (cost needs the model), ordered by key."""
-    table = UsageRecord.__table__
-    key = table.c[_COLUMNS[by]]
+    """The rows summed per ``by`` and model (cost needs the model), ordered by key."""
+    key = _table.c[_COLUMNS[by]]
     query: Any = select(
         key,
-        table.c.model,
-        func.sum(table.c.calls),
-        func.sum(table.c.inputTokens),
-        func.sum(table.c.outputTokens),
-    ).group_by(key, table.c.model)
+        _table.c.model,
+        func.sum(_table.c.calls),
+        func.sum(_table.c.inputTokens),
+        func.sum(_table.c.outputTokens),
+        func.sum(_table.c.cachedInputTokens),
+        func.sum(_table.c.cacheWriteTokens),
+    ).group_by(key, _table.c.model)
     if agent_id is not None:
-        query = query.where(table.c.agentId == agent_id)
+        query = query.where(_table.c.agentId == agent_id)
     if user_id is not None:
-        query = query.where(table.c.userId == user_id)
+        query = query.where(_table.c.userId == user_id)
     if since is not None:
-        query = query.where(table.c.day >= since)
+        query = query.where(_table.c.day >= since)
     if until is not None:
-        query = query.where(table.c.day <= until)
-    rows = (await session.execute(query.order_by(key, table.c.model))).all()
-    return [UsageTotal(str(r[0]), str(r[1]), int(r[2]), int(r[3]), int(r[4])) for r in rows]
+        query = query.where(_table.c.day <= until)
+    rows = (await session.execute(query.order_by(key, _table.c.model))).all()
+    return [UsageTotal(str(r[0]), str(r[1]), *(int(value) for value in r[2:])) for r in rows]

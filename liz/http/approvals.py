@@ -40,6 +40,8 @@ async def decide_approval(request: Request) -> Response:
         raise NotFound(f"the agent {approval.agent_id!r} of this approval is not served here")
     if runtime.llm_client is None:
         raise LLMNotConfigured()
+    # The decision lets the model write again: over a daily budget it waits, undecided.
+    await runtime.budgets.check(approval.agent_id, approval.user_id)
     decision = await claim_decision(runtime, approval, approve)
 
     if "text/event-stream" not in request.headers.get("accept", ""):

@@ -34,6 +34,9 @@ class Error(Body):
     request_id: str | None = omitted_when_none(
         "On an unexpected failure: the request id under which the server's log has it"
     )
+    code: str | None = omitted_when_none(
+        "A stable name of the error, where it has one (`budget_exceeded`)"
+    )
 
 
 class AgentInputBody(Body):
@@ -104,7 +107,8 @@ class CallUsage(Body):
     operation: str = Field(description="`chat` or `embeddings`")
     model: str = Field(description="The model asked")
     purpose: str = Field(description="What for: reply, route, extract, reconcile, embed, ...")
-    input_tokens: int = Field(description="Tokens sent")
+    input_tokens: int = Field(description="Tokens sent, the cached ones included")
+    cached_input_tokens: int = Field(description="Served by the provider's prompt cache")
     output_tokens: int = Field(description="Tokens written")
 
 
@@ -112,6 +116,7 @@ class Usage(Body):
     """The tokens of the turn's LLM calls."""
 
     input_tokens: int = Field(description="Tokens sent, all calls")
+    cached_input_tokens: int = Field(description="Served by the prompt cache, all calls")
     output_tokens: int = Field(description="Tokens written, all calls")
     calls: list[CallUsage] = Field(description="Each call, in order")
 
@@ -287,7 +292,11 @@ class UsageLine(Body):
 
     key: str = Field(description="The agent, user, day or model")
     calls: int = Field(description="LLM calls")
-    input_tokens: int = Field(description="Tokens sent")
+    input_tokens: int = Field(description="Every input token, cached included")
+    cached_input_tokens: int = Field(description="Served by the prompt cache")
+    cache_share: Annotated[
+        float, PlainSerializer(lambda value: round(value, 4), return_type=float)
+    ] = Field(description="cachedInputTokens / inputTokens")
     output_tokens: int = Field(description="Tokens written")
     cost: Annotated[float, PlainSerializer(lambda value: round(value, 6), return_type=float)] = (
         Field(alias="costUsd", description="In US dollars; priced models only")

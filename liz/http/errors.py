@@ -36,7 +36,7 @@ def error_body(exc: LizError, request_id: str | None) -> dict[str, Any]:
         # The provider's own words stay in the log (liz.pipeline logs the whole message).
         where = f"under request id {request_id}"
         return wire(Error(error=f"{exc.public}; the server log has the details {where}"))
-    return wire(Error(error=exc.message))
+    return wire(Error(error=exc.message, code=exc.code))
 
 
 def retry_after_headers(exc: LizError) -> dict[str, str]:

@@ -49,6 +49,9 @@ FAILURES = {
     "413": "The body is too large",
     "415": "The body is not sent as `Content-Type: application/json`",
     "422": "This Idempotency-Key was first sent with another body",
+    "429": "`budget_exceeded`: the user or the agent has spent its daily budget "
+    "(LIZ_USER_DAILY_BUDGET_USD, LIZ_AGENT_DAILY_BUDGET_USD); Retry-After: seconds until "
+    "it resets, at the next midnight UTC",
     "500": "An unexpected failure; the body names the request id the server's log has",
     "502": "The LLM answered with an error or an unusable answer",
     "503": "The LLM or the database is not there (not configured, or down; see Retry-After)",
@@ -150,14 +153,14 @@ def operations() -> dict[str, Item]:
         "post /agent/input": operation(
             "agents", "Send a message to an agent; get its reply",
             reply_or_events("The reply; or, as server-sent events, its pieces."),
-            "400 401 403 404 409 413 415 422 500 502 503 504",
+            "400 401 403 404 409 413 415 422 429 500 502 503 504",
             description=f"{STREAMS} The turn's trace is added only when asked for with `?trace=1`.",
             request=bodies.AgentInputBody, parameters=(TRACE, IDEMPOTENCY_KEY),
         ),
         "post /agent/approvals/{approval_id}": operation(
             "agents", "Approve or deny a tool call a turn left waiting; get the reply",
             reply_or_events("The reply after the call ran or was refused."),
-            "400 401 403 404 409 500 502 503",
+            "400 401 403 404 409 429 500 502 503",
             description="Only the approval's user (by token) or the server key may decide. "
             f"{STREAMS} A 502 or 503 after the call ran keeps the decision: the same decision "
             "sent again gets the reply, and the call does not run again.",

@@ -10,14 +10,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from liz.http.bodies import UsageReport, json_response
-from liz.observe.prices import PriceTable
 from liz.observe.usage_report import usage_report
 
 
 async def usage(request: Request) -> Response:
     runtime = request.app.state.framework.runtime
     query = request.query_params
-    prices = PriceTable.load(runtime.settings.liz_price_table)
+    prices = runtime.budgets.prices  # LIZ_PRICE_TABLE over genai-prices, read once
     async with runtime.sessions() as session:
         lines = await usage_report(
             session,

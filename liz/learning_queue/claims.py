@@ -106,12 +106,13 @@ class Claims:
             logger.info("learning: took back %d jobs claimed by processes that are gone", released)
         return released
 
-    async def release(self, claimed: Sequence[Job]) -> None:
-        """Give back the claims on ``claimed`` (those done or taken over are left alone)."""
+    async def release(self, claimed: Sequence[Job], *, due: datetime | None = None) -> None:
+        """Give back the claims on ``claimed`` (those done or taken over are left alone),
+        to be tried from ``due`` on when given, else at once."""
         now = self._clock.now()
         await self._write(
             *(
-                functools.partial(jobs.release, job_id=job.id, owner=self.owner, now=now)
+                functools.partial(jobs.release, job_id=job.id, owner=self.owner, now=now, due=due)
                 for job in claimed
             )
         )

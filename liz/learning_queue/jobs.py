@@ -242,12 +242,16 @@ async def release_owners(session: AsyncSession, owners: Sequence[str], now: date
     return _rowcount(result)
 
 
-async def release(session: AsyncSession, job_id: int, owner: str, now: datetime) -> None:
-    """Give the claim back untried (shutting down): any worker may take it at once."""
+async def release(
+    session: AsyncSession, job_id: int, owner: str, now: datetime, due: datetime | None = None
+) -> None:
+    """Give the claim back untried (shutting down): any worker may take it at once, or
+    from ``due`` on (a budget spent for today)."""
+    later = {} if due is None else {"next_attempt_at": due}
     await session.execute(
         update(Job)
         .where(Job.id == job_id, Job.status == PENDING, Job.claimed_by == owner)
-        .values(claimed_by=None, claimed_until=None, updated_at=now)
+        .values(claimed_by=None, claimed_until=None, updated_at=now, **later)
     )
 
 

@@ -46,6 +46,7 @@ from liz.types import Clock
 if TYPE_CHECKING:
     from liz.facts.shared_embedding import Seat
     from liz.facts.store import FactStore
+    from liz.observe.budgets import DailyBudgets
 
 logger = logging.getLogger(__name__)
 
@@ -65,8 +66,10 @@ class LearningWorker:
         settings: LearningSettings,
         turns: TurnsUnderWay,
         background: BackgroundTasks,
+        budgets: DailyBudgets | None = None,
     ) -> None:
         self.facts = facts
+        self._budgets = budgets
         self.settings = settings
         self._sessions = sessions
         self._clock = clock
@@ -228,6 +231,8 @@ class LearningWorker:
         # Messages of the batch left out of the run (one behind a message this process
         # does not hold) stay queued; their turn's end makes them due for the poller.
         (run,) = runs
+        if await self._over_budget(run):
+            return
         work = [Claimed(job, held[job.memory_id]) for job in run]
         first = batch[0]
         async with self.claims.kept(run):
@@ -281,6 +286,8 @@ class LearningWorker:
     async def _try_run(self, facts: FactStore, run: Sequence[Job]) -> bool:
         """Try a claimed run of one user's jobs once, together; True when it failed
         because of an outage."""
+        if await self._over_budget(run):
+            return False
         try:
             async with self._sessions() as session:
                 exchanges = await jobs.exchanges_of(session, run)
@@ -352,6 +359,24 @@ class LearningWorker:
             job.user_id,
             describe(error),
         )
+        return True
+
+    async def _over_budget(self, run: Sequence[Job]) -> bool:
+        """Whether the run's user or agent has spent today's budget: then its jobs wait,
+        unclaimed and untried, until the budget resets (never dropped)."""
+        job = run[-1]
+        if self._budgets is None or not self._budgets.enabled:
+            return False
+        try:
+            refusal = await self._budgets.refusal(job.agent_id, job.user_id)
+        except Exception as exc:  # the try itself meets the outage, and says so
+            logger.warning("learning: cannot read today's spending: %s", describe(exc))
+            return False
+        if refusal is None:
+            return False
+        what = f"learning for agent {job.agent_id}, user {job.user_id} waits until it resets"
+        self._budgets.log_once(f"learning:{refusal.whose}", refusal, what)
+        await self.claims.release(run, due=refusal.resets_at)
         return True
 
     # -- waiting -------------------------------------------------------------------------

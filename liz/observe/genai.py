@@ -19,7 +19,7 @@ from opentelemetry.trace import Span, SpanKind
 
 from liz.observe import metrics
 from liz.observe.tracing import capture_content, span, tracing_on
-from liz.observe.usage import CallUsage, record_usage
+from liz.observe.usage import CallUsage, metered_agent, record_usage
 
 # The structured answers whose schema names the call's purpose; any other chat is a reply.
 _PURPOSE_BY_SCHEMA = {
@@ -64,6 +64,8 @@ class LLMCallRecord:
     response_id: str | None = None
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
     finish_reasons: list[str] = field(default_factory=list)
     output_text: str | None = None
 
@@ -74,6 +76,13 @@ class LLMCallRecord:
         fields = usage if isinstance(usage, dict) else vars(usage)
         self.input_tokens = int(fields.get("prompt_tokens") or 0)
         self.output_tokens = int(fields.get("completion_tokens") or 0)
+        # OpenAI and OpenRouter both say here what the prompt cache served; OpenRouter
+        # adds what an Anthropic model wrote to it (cache_write_tokens).
+        details = fields.get("prompt_tokens_details") or {}
+        if not isinstance(details, dict):
+            details = {**vars(details), **(getattr(details, "model_extra", None) or {})}
+        self.cached_input_tokens = int(details.get("cached_tokens") or 0)
+        self.cache_write_tokens = int(details.get("cache_write_tokens") or 0)
 
 
 @contextmanager
@@ -114,17 +123,35 @@ def _finish(
     current: Span | None, operation: str, model: str, purpose: str, record: LLMCallRecord
 ) -> None:
     response_model = record.response_model or model
-    metrics.llm_call(response_model, purpose, record.input_tokens, record.output_tokens)
+    metrics.llm_call(
+        response_model,
+        purpose,
+        record.input_tokens,
+        record.output_tokens,
+        cached_input_tokens=record.cached_input_tokens,
+        agent=metered_agent(),
+    )
     record_usage(
-        CallUsage(operation, response_model, purpose, record.input_tokens, record.output_tokens)
+        CallUsage(
+            operation,
+            response_model,
+            purpose,
+            record.input_tokens,
+            record.output_tokens,
+            cached_input_tokens=record.cached_input_tokens,
+            cache_write_tokens=record.cache_write_tokens,
+        )
     )
     if current is None:
         return
     attributes: dict[str, Any] = {
         "gen_ai.response.model": response_model,
-        "gen_ai.usage.input_tokens": record.input_tokens,
+        "gen_ai.usage.input_tokens": record.input_tokens,  # the cached ones included
         "gen_ai.usage.output_tokens": record.output_tokens,
+        "gen_ai.usage.cache_read.input_tokens": record.cached_input_tokens,
     }
+    if record.cache_write_tokens:
+        attributes["gen_ai.usage.cache_creation.input_tokens"] = record.cache_write_tokens
     if record.response_id:
         attributes["gen_ai.response.id"] = record.response_id
     if record.finish_reasons:

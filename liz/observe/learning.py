@@ -48,5 +48,8 @@ def observe_learning(
     """A root span ``learn facts`` linked to the turns that queued the jobs, and a meter."""
     links = _links(traceparents) if tracing_on() else []
     attributes = {"gen_ai.agent.id": agent_id, "liz.learning.jobs": jobs}
-    with span("learn facts", attributes, context=Context(), links=links), metering() as meter:
+    with (
+        span("learn facts", attributes, context=Context(), links=links),
+        metering(agent_id=agent_id) as meter,
+    ):
         yield meter

@@ -9,6 +9,7 @@ writes its samples there and any of them answers with the sum.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from prometheus_client import (
@@ -21,6 +22,8 @@ from prometheus_client import (
     disable_created_metrics,
     generate_latest,
 )
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 # No `_created` series beside each counter: they doubled what every scrape renders.
 disable_created_metrics()  # type: ignore[no-untyped-call]
@@ -35,7 +38,8 @@ TURN_SECONDS = Histogram(
 LLM_CALLS = Counter("liz_llm_calls", "LLM requests by model and purpose.", ["model", "purpose"])
 LLM_TOKENS = Counter(
     "liz_llm_tokens",
-    "Tokens the provider reported, by model, purpose and direction (input, output).",
+    "Tokens the provider reported, by model, purpose and direction (input, output, and "
+    "cached_input: the part of input its prompt cache served).",
     ["model", "purpose", "direction"],
 )
 FACT_CHANGES = Counter("liz_fact_changes", "Facts learned, updated and retired.", ["change"])
@@ -50,6 +54,12 @@ LEARNING_OLDEST = Gauge(
     "Age of the oldest waiting learning job (0 when none waits).",
     multiprocess_mode="mostrecent",
 )
+AGENT_TOKENS = Counter(
+    "liz_agent_llm_tokens",
+    "LLM tokens by agent and direction (input, cached_input: the part of input the prompt "
+    "cache served, output).",
+    ["agent", "direction"],
+)
 DB_POOL_IN_USE = Gauge(
     "liz_db_pool_in_use_connections",
     "Database connections checked out of the pool.",
@@ -62,12 +72,22 @@ def turn(agent: str, route: str | None, status: str, seconds: float) -> None:
     TURN_SECONDS.labels(agent).observe(seconds)
 
 
-def llm_call(model: str, purpose: str, input_tokens: int, output_tokens: int) -> None:
+def llm_call(
+    model: str,
+    purpose: str,
+    input_tokens: int,
+    output_tokens: int,
+    *,
+    cached_input_tokens: int = 0,
+    agent: str | None = None,
+) -> None:
     LLM_CALLS.labels(model, purpose).inc()
-    if input_tokens:
-        LLM_TOKENS.labels(model, purpose, "input").inc(input_tokens)
-    if output_tokens:
-        LLM_TOKENS.labels(model, purpose, "output").inc(output_tokens)
+    tokens = {"input": input_tokens, "cached_input": cached_input_tokens, "output": output_tokens}
+    for direction, count in tokens.items():
+        if count:
+            LLM_TOKENS.labels(model, purpose, direction).inc(count)
+            if agent is not None:
+                AGENT_TOKENS.labels(agent, direction).inc(count)
 
 
 def fact_changes(learned: int = 0, updated: int = 0, retired: int = 0) -> None:
@@ -101,12 +121,44 @@ def _checked_in(*_: Any) -> None:
     DB_POOL_IN_USE.dec()
 
 
+class CacheShare(Collector):
+    """``liz_agent_llm_cache_share``: per agent, the part of the input tokens counted so
+    far that the prompt cache served, from the counters ``source`` collects (this
+    process's, or every process's in multiprocess mode)."""
+
+    def __init__(self, source: Callable[[], Iterable[Metric]]) -> None:
+        self._source = source
+
+    def collect(self) -> Iterator[Metric]:
+        counted: dict[str, dict[str, float]] = {}
+        for family in self._source():
+            if family.name != "liz_agent_llm_tokens":
+                continue
+            for sample in family.samples:
+                if sample.name == "liz_agent_llm_tokens_total":
+                    tokens = counted.setdefault(sample.labels["agent"], {})
+                    tokens[sample.labels["direction"]] = sample.value
+        share = GaugeMetricFamily(
+            "liz_agent_llm_cache_share",
+            "The part of each agent's LLM input tokens the prompt cache served.",
+            labels=["agent"],
+        )
+        for agent, spent in sorted(counted.items()):
+            if spent.get("input"):
+                share.add_metric([agent], spent.get("cached_input", 0.0) / spent["input"])
+        yield share
+
+
+REGISTRY.register(CacheShare(AGENT_TOKENS.collect))
+
+
 def exposition() -> tuple[bytes, str]:
     """The metrics in the Prometheus text format, and its content type."""
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         from prometheus_client import multiprocess
 
         registry = CollectorRegistry()
-        multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+        collector = multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+        registry.register(CacheShare(collector.collect))
         return generate_latest(registry), CONTENT_TYPE_LATEST
     return generate_latest(REGISTRY), CONTENT_TYPE_LATEST

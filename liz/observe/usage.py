@@ -20,8 +20,10 @@ class CallUsage:
     operation: str  # chat or embeddings
     model: str
     purpose: str  # reply, route, extract, reconcile, embed, ...
-    input_tokens: int
+    input_tokens: int  # every input token, the cached ones included
     output_tokens: int
+    cached_input_tokens: int = 0  # read from the provider's prompt cache
+    cache_write_tokens: int = 0  # written to it (Anthropic's cache_control, via OpenRouter)
 
 
 @dataclass
@@ -30,11 +32,16 @@ class UsageMeter:
 
     calls: list[CallUsage] = field(default_factory=list)
     stored: int = 0  # the calls before this one are in the usage table already
+    agent_id: str | None = None  # whose work it is (the per-agent metrics)
     _open: bool = field(default=False, repr=False)
 
     @property
     def input_tokens(self) -> int:
         return sum(call.input_tokens for call in self.calls)
+
+    @property
+    def cached_input_tokens(self) -> int:
+        return sum(call.cached_input_tokens for call in self.calls)
 
     @property
     def output_tokens(self) -> int:
@@ -49,9 +56,13 @@ _current: ContextVar[UsageMeter | None] = ContextVar("liz_usage", default=None)
 
 
 @contextmanager
-def metering(meter: UsageMeter | None = None) -> Iterator[UsageMeter]:
-    """While the block runs, the LLM calls made in its context are added to the meter."""
+def metering(
+    meter: UsageMeter | None = None, *, agent_id: str | None = None
+) -> Iterator[UsageMeter]:
+    """While the block runs, the LLM calls made in its context (for ``agent_id``'s work)
+    are added to the meter."""
     meter = meter or UsageMeter()
+    meter.agent_id = agent_id or meter.agent_id
     meter._open = True
     token = _current.set(meter)
     try:
@@ -65,3 +76,9 @@ def record_usage(call: CallUsage) -> None:
     meter = _current.get()
     if meter is not None and meter._open:
         meter.calls.append(call)
+
+
+def metered_agent() -> str | None:
+    """The agent whose unit of work the LLM calls made here belong to, if one is metered."""
+    meter = _current.get()
+    return meter.agent_id if meter is not None and meter._open else None

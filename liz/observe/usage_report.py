@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import get_args
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from liz.db.usage import GroupBy, usage_totals
+from liz.db.usage import GroupBy, UsageTotal, usage_totals
 from liz.errors import InputError
 from liz.observe.prices import PriceTable
 
@@ -22,10 +23,16 @@ class UsageLine:
 
     key: str
     calls: int = 0
-    input_tokens: int = 0
+    input_tokens: int = 0  # every input token, the cached ones included
+    cached_input_tokens: int = 0
     output_tokens: int = 0
     cost: float = 0.0
     unpriced_models: list[str] = field(default_factory=list)
+
+    @property
+    def cache_share(self) -> float:
+        """The part of the input tokens the providers' prompt caches served."""
+        return self.cached_input_tokens / self.input_tokens if self.input_tokens else 0.0
 
 
 def check_filters(by: str, since: str | None, until: str | None) -> GroupBy:
@@ -52,13 +59,25 @@ async def usage_report(
     totals = await usage_totals(
         session, group, agent_id=agent_id, user_id=user_id, since=since, until=until
     )
+    return priced(totals, prices)
+
+
+def priced(totals: Iterable[UsageTotal], prices: PriceTable) -> list[UsageLine]:
+    """The totals of each key, its models' tokens added up and priced."""
     lines: dict[str, UsageLine] = {}
     for total in totals:
         line = lines.setdefault(total.key, UsageLine(total.key))
         line.calls += total.calls
         line.input_tokens += total.input_tokens
+        line.cached_input_tokens += total.cached_input_tokens
         line.output_tokens += total.output_tokens
-        cost = prices.cost(total.model, total.input_tokens, total.output_tokens)
+        cost = prices.cost(
+            total.model,
+            total.input_tokens,
+            total.output_tokens,
+            total.cached_input_tokens,
+            total.cache_write_tokens,
+        )
         if cost is None:
             line.unpriced_models.append(total.model)
         else:

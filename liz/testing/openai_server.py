@@ -68,6 +68,7 @@ from liz.testing.openai_wire import (
     stream_chunks,
     tool_call_items,
     usage,
+    with_cached_tokens,
 )
 from liz.testing.threaded_server import serve_in_thread
 
@@ -106,6 +107,7 @@ class ScriptedOpenAI:
         self._answers: deque[Answer] = deque()
         self._failures: deque[ScriptedError] = deque()
         self._responder: Responder | None = None
+        self._cached_tokens: int | None = None
         self._ids = itertools.count(1)
         self.app = Starlette(
             routes=[
@@ -126,6 +128,12 @@ class ScriptedOpenAI:
         """Answer chat requests with ``responder(request)`` (sync or async) when none is queued."""
         with self._lock:
             self._responder = responder
+
+    def report_cached_tokens(self, tokens: int | None) -> None:
+        """Say in every chat answer's usage that ``tokens`` of its prompt (at most all of
+        it) came from the prompt cache (``prompt_tokens_details.cached_tokens``); None: not."""
+        with self._lock:
+            self._cached_tokens = tokens
 
     def fail_next(self, status: int, times: int = 1, retry_after: float | None = None) -> None:
         """Fail the next ``times`` requests (chat or embeddings) with ``status``."""
@@ -213,7 +221,9 @@ class ScriptedOpenAI:
             return error_response(answer.status, answer.message, answer.retry_after)
         content = as_content(answer)
         completion_id = f"chatcmpl-scripted-{next(self._ids)}"
-        token_usage = usage(recorded.prompt, content)
+        token_usage: dict[str, Any] = usage(recorded.prompt, content)
+        if self._cached_tokens is not None:
+            token_usage = with_cached_tokens(token_usage, self._cached_tokens)
         calls = tool_call_items(completion_id, answer) if isinstance(answer, ToolCalls) else None
         if not recorded.stream:
             return JSONResponse(

@@ -88,6 +88,13 @@ def usage(prompt: str, content: str) -> dict[str, int]:
     }
 
 
+def with_cached_tokens(token_usage: dict[str, Any], cached: int) -> dict[str, Any]:
+    """``token_usage`` saying that ``cached`` of its prompt tokens (at most all of them)
+    came from the prompt cache, where OpenAI and OpenRouter say it."""
+    served = min(cached, int(token_usage.get("prompt_tokens") or 0))
+    return {**token_usage, "prompt_tokens_details": {"cached_tokens": served}}
+
+
 def tool_call_items(completion_id: str, answer: ToolCalls) -> list[dict[str, Any]]:
     """The answer's calls as the API's ``tool_calls`` list, with ids unique to the answer."""
     return [
@@ -104,7 +111,7 @@ def completion_body(
     completion_id: str,
     model: str,
     content: str,
-    token_usage: dict[str, int],
+    token_usage: dict[str, Any],
     tool_calls: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """A whole (non-streamed) chat completion answering ``content`` (and ``tool_calls``)."""
@@ -128,7 +135,7 @@ def chunk(
     completion_id: str,
     model: str,
     choices: list[dict[str, Any]],
-    token_usage: dict[str, int] | None = None,
+    token_usage: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     return {
         "id": completion_id,

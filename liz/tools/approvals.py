@@ -133,7 +133,8 @@ async def resume(turn: ToolTurn, runtime: Runtime, decision: Decision) -> AgentR
     """Run or refuse the call, let the model answer, keep the reply; the reply."""
     approval = decision.approval
     outcome = decision.kept
-    with metering() as usage:  # the decided turn's tokens, kept with its reply
+    # The decided turn's tokens, kept with its reply.
+    with metering(agent_id=approval.agent_id) as usage:
         if outcome is None:
             call = RequestedCall(approval.tool_call_id, approval.tool_name, approval.arguments)
             outcome = await turn.decide(call, decision.approve)

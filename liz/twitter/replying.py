@@ -175,6 +175,12 @@ class ReplyCycle:
 
     async def _handle(self, tweet: Tweet, stream: str) -> None:
         ctx = self.ctx
+        budgets = ctx.framework.runtime.budgets
+        refusal = await budgets.refusal(ctx.agent.agent_id, str(tweet.author_id))
+        if refusal is not None:  # before the should-respond call, which costs too
+            budgets.log_once(f"twitter:{refusal.whose}", refusal, "Twitter: skipping tweets")
+            await self._record(tweet, stream, "skipped")
+            return
         async with ctx.sessions() as session:
             stopped = await conversation_stopped(
                 session, account_id=ctx.account.id, conversation_id=tweet.conversation_id
