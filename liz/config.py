@@ -92,6 +92,8 @@ class Settings(BaseSettings):
     liz_traces_for_users: bool = False
     # Seconds a connection may take to send a whole request's headers before it is closed.
     liz_header_timeout: float = Field(default=10.0, gt=0)
+    # Seconds a request may take to send its whole body once its headers are in (408).
+    liz_body_timeout: float = Field(default=30.0, gt=0)
     # Open connections `liz serve` holds at most; more are answered 503 and closed.
     liz_max_connections: int = Field(default=1000, ge=1)
     # GET /metrics without the API key (for a Prometheus on a private network).

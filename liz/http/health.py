@@ -63,7 +63,9 @@ async def health(request: Request) -> Response:
     body.update(database=database, llm=llm)
     if servers := mcp_health(request.app.state.agents.values()):  # liz.tools
         body["mcp"] = servers
-    if framework.runtime.facts is not None:  # the facts still to learn
+    if framework.runtime.facts is not None and database.startswith("unreachable"):
+        body["learning"] = {"status": "unknown: the database is unreachable"}
+    elif framework.runtime.facts is not None:  # the facts still to learn
         body["learning"] = await learning_backlog(framework.runtime)
         if database == "ok" and (aside := await set_aside(framework.runtime.reads)):
             body["setAside"] = aside  # messages learning gave up on (`liz facts retry ID`)
