@@ -168,7 +168,7 @@ async def test_a_message_the_endpoint_keeps_refusing_is_failed_and_the_next_is_l
 async def test_a_job_retried_for_ever_can_be_given_up_on_then_discarded(
     world: World, database_url: str, tmp_path: Path
 ) -> None:
-    world.brain.broken = {"poison"}  # a server error each time: retried as an outage
+    world.brain.overloaded = {"poison"}  # a 503 each time: retried as an outage
     await world.say("ann", "ann poison pill")
     await world.settle()
     await world.later(hours=1)
@@ -203,7 +203,7 @@ async def test_a_job_retried_for_ever_can_be_given_up_on_then_discarded(
     assert await world.facts_of("ann") == [fact_text("I grow tomatoes")]
     listed = facts_cli("queue", "--failed")
     assert f"#{stuck.id}" in listed.stdout and "message " + stuck.memory_id in listed.stdout
-    assert "given up by an operator" in listed.stdout and "answered 500" in listed.stdout
+    assert "given up by an operator" in listed.stdout and "answered 503" in listed.stdout
     again = facts_cli("give-up", str(stuck.id))
     assert again.returncode == 2 and "already failed" in again.stderr
 

@@ -5,8 +5,8 @@ user's other messages said here: see liz.learning_queue.bursts; then once the tu
 way: see liz.turns), by this process's poller when it is due, or by any other process sharing
 the database, always through one claim (liz.learning_queue.claims). Up to
 ``batch_size`` ready messages of one user are learned in one round; a round that fails
-for another reason than an outage, or with a server error (which one message may cause
-every time), is tried again one message at a time, so a message that cannot be learned
+for another reason than an outage, or with a server error one message may cause every
+time (a 500), is tried again one message at a time, so a message that cannot be learned
 from holds up no other. When the first two tried alone fail too and none succeeds, the
 endpoint is down: the rest wait for the next try, as in any outage. The job rows are deleted in the facts'
 own transaction, and that delete must find every row, else the facts are rolled back.
@@ -35,7 +35,7 @@ from liz.learning_queue.outcomes import (
     affects_every_message,
     describe,
     is_outage,
-    is_server_error,
+    may_be_one_messages_doing,
     worth_retrying,
 )
 from liz.learning_queue.settings import LearningSettings
@@ -337,7 +337,7 @@ class LearningWorker:
         """``learn`` each claimed job on its own, in order, after they failed together
         with ``error``; if cancelled, give back the claims of those not tried yet.
 
-        After a server error, when the first two tried alone fail as well and none is
+        After a 500, when the first two tried alone fail as well and none is
         learned, the endpoint is down rather than one message at fault: the rest are
         recorded as failed with ``error`` (an outage's retry), not tried one by one.
         """
@@ -346,7 +346,7 @@ class LearningWorker:
             for tried, item in enumerate(work):
                 if (
                     tried >= 2
-                    and is_server_error(error)
+                    and may_be_one_messages_doing(error)
                     and self.claims.learned == learned_before
                 ):
                     await self.claims.failed(jobs_of(work[tried:]), error, 1)
@@ -361,7 +361,7 @@ class LearningWorker:
         claimed = jobs_of(work)
         if len(work) < 2 or self._stopping:
             return False
-        one_message_may_cause_it = is_server_error(error)
+        one_message_may_cause_it = may_be_one_messages_doing(error)
         if (
             affects_every_message(error)
             and not one_message_may_cause_it
