@@ -248,7 +248,10 @@ def report(tally: Tally, learning: dict[str, Any], rows: Any, seconds: float) ->
         ["messages stored once / missing / more", "{} / {} / {}".format(*messages)],
         ["replies (to 200s) stored once / missing / more", "{} / {} / {}".format(*answered)],
         ["facts learned once / missing / more", "{} / {} / {}".format(*learned)],
-        ["learning left: pending / failed", f"{learning.get('pending')} / {learning.get('failed')}"],
+        [
+            "learning left: pending / failed",
+            f"{learning.get('pending')} / {learning.get('failed')}",
+        ],
         ["p50 (ms)", f"{p50:.0f}"],
         ["p95 (ms)", f"{p95:.0f}"],
     ]

@@ -117,7 +117,9 @@ async def test_a_deadlock_that_still_happens_is_run_again_and_never_reaches_the_
         await other.execute(_SET, '{"text": "other"}', one.id)
         # The turn's write takes two first, then waits for one...
         written = asyncio.create_task(
-            turn.commit(_SET.bind('{"text": "turn"}', two.id), _SET.bind('{"text": "turn"}', one.id))
+            turn.commit(
+                _SET.bind('{"text": "turn"}', two.id), _SET.bind('{"text": "turn"}', one.id)
+            )
         )
         await wait_until_one_waits_for_a_lock(watcher)
         # ...which the other holds while it asks for two: a real deadlock. PostgreSQL

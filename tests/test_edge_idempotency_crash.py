@@ -5,6 +5,7 @@ claims), then runs the turn again, adds the reply and stores the message once.""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import sqlite3
 import threading
@@ -89,7 +90,5 @@ def test_a_retry_after_a_sigkill_waits_one_lease_then_stores_the_message_once(
 
 
 def _post_ignoring_errors(url: str) -> None:
-    try:
+    with contextlib.suppress(httpx.HTTPError):  # the process died under it
         httpx.post(f"{url}/agent/input", json=BODY, headers=KEY, timeout=60)
-    except httpx.HTTPError:
-        pass  # the process died under it

@@ -30,8 +30,9 @@ def requests_with_nul(client: httpx.AsyncClient) -> Iterator[tuple[str, str]]:
         names = [match[1] for match in _PARAMETER.finditer(route.path)]
         for method in sorted((route.methods or {"GET"}) - {"HEAD"}):
             for nul in names:
-                yield method, _PARAMETER.sub(
-                    lambda m, nul=nul: "%00" if m[1] == nul else "x", route.path
+                yield (
+                    method,
+                    _PARAMETER.sub(lambda m, nul=nul: "%00" if m[1] == nul else "x", route.path),
                 )
             harmless = _PARAMETER.sub("x", route.path)
             yield method, f"{harmless}?userId=%00&agentId=a"

@@ -156,7 +156,14 @@ async def stream_events(
         try:
             async with held(key):
                 result, trace = await take_turn(
-                    request, framework, input, agent, key, on_token, traced=traced, on_event=on_event
+                    request,
+                    framework,
+                    input,
+                    agent,
+                    key,
+                    on_token,
+                    traced=traced,
+                    on_event=on_event,
                 )
             if trace is not None:
                 await events.put(sse("trace", trace))

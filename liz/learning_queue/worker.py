@@ -8,8 +8,9 @@ the database, always through one claim (liz.learning_queue.claims). Up to
 for another reason than an outage, or with a server error one message may cause every
 time (a 500), is tried again one message at a time, so a message that cannot be learned
 from holds up no other. When the first two tried alone fail too and none succeeds, the
-endpoint is down: the rest wait for the next try, as in any outage. The job rows are deleted in the facts'
-own transaction, and that delete must find every row, else the facts are rolled back.
+endpoint is down: the rest wait for the next try, as in any outage. The job rows are
+deleted in the facts' own transaction, and that delete must find every row, else the
+facts are rolled back.
 """
 
 from __future__ import annotations

@@ -180,7 +180,9 @@ class MCPServer:
             if self._stopping.is_set():
                 return
             if self._bad_lines is not None and self._bad_lines.too_many:
-                raise MCPServerError(f"it wrote {self._bad_lines.total} lines that are not JSON-RPC")
+                raise MCPServerError(
+                    f"it wrote {self._bad_lines.total} lines that are not JSON-RPC"
+                )
             await asyncio.wait_for(session.send_ping(), self.ping_every)
 
     async def _connect(self, stack: AsyncExitStack) -> ClientSession:

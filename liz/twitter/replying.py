@@ -205,7 +205,9 @@ class ReplyCycle:
         except TwitterDuplicate:
             # X refused the reply's first tweet as text the account already posted (two
             # mentions asking the same): written once more, asked to vary it.
-            logger.info("X refused the reply to tweet %d as duplicate content; rewording it", tweet.id)
+            logger.info(
+                "X refused the reply to tweet %d as duplicate content; rewording it", tweet.id
+            )
             texts = await self._write_reply(tweet, chain, refused=" ".join(texts))
             try:
                 await self._plan_and_send(tweet, stream, texts)
