@@ -32,10 +32,11 @@ SSE_EVENTS = {
     **TOOL_SSE_EVENTS,
 }
 FAILURES = {
-    "400": "The request is wrong; the error says what to fix",
+    "400": "The request is wrong (NUL in a path or query, on any route); the error says how",
     "401": "LIZ_API_KEY is set and the request lacks it (or a user token)",
     "403": "The credentials may not do this",
     "404": "No such agent, fact or path",
+    "408": "The body did not all arrive within LIZ_BODY_TIMEOUT; the connection is closed",
     "409": "A request with this Idempotency-Key is still running (see Retry-After)",
     "413": "The body is too large",
     "415": "The body is not sent as `Content-Type: application/json`",
@@ -132,6 +133,7 @@ def operations() -> dict[str, dict[str, Any]]:
                         "401",
                         "403",
                         "404",
+                        "408",
                         "409",
                         "413",
                         "415",
