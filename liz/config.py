@@ -94,6 +94,8 @@ class Settings(BaseSettings):
     liz_traces_for_users: bool = False
     # Seconds a connection may take to send a whole request's headers before it is closed.
     liz_header_timeout: float = Field(default=10.0, gt=0)
+    # Seconds a request may take to send its whole body once its headers are in (408).
+    liz_body_timeout: float = Field(default=30.0, gt=0)
     # Open connections (or requests running) `liz serve` serves at once; a request on one
     # more is answered 503 and its connection closed.
     liz_max_connections: int = Field(default=1000, ge=1)

@@ -82,7 +82,9 @@ class AgentRequest:
     memories: list[Memory] = field(default_factory=list)  # load_memories, newest first
     facts: list[Fact] = field(default_factory=list)  # recall_facts, best match first
     context: str = ""  # wrap_context: the prompt the route sends
-    input_memory_id: str | None = None  # create_memory: the stored input's id
+    # The stored input's id: set by create_memory, or before the chain by a caller that
+    # may send the same input again (an Idempotency-Key), so a retry stores it once.
+    input_memory_id: str | None = None
     route_choice: RouteChoice | None = None  # router: the LLM's pick, when it asked one
     # Your own middleware's per-request data; the standard steps never use it.
     state: dict[str, Any] = field(default_factory=dict)
@@ -246,14 +248,23 @@ class AgentFramework:
         on_token: TokenSink | None = None,
         on_event: EventSink | None = None,
         dry_run: bool = False,
+        input_memory_id: str | None = None,
     ) -> AgentResponse:
         """Run one input through the chain; always returns a reply or an error, never raises.
 
         ``on_token`` receives the reply's text as routes generate it (server-sent events).
-        With ``dry_run`` the reply is generated but nothing is stored.
+        With ``dry_run`` the reply is generated but nothing is stored. ``input_memory_id``
+        names the id the input is stored under: a second run with the same id (a retry
+        after a failure) finds the input stored and only adds the reply.
         """
         chain = compose([*self._middleware, *agent.middleware, *self._chain])
-        req = AgentRequest(input=input, agent=agent, runtime=self.runtime, dry_run=dry_run)
+        req = AgentRequest(
+            input=input,
+            agent=agent,
+            runtime=self.runtime,
+            dry_run=dry_run,
+            input_memory_id=input_memory_id,
+        )
         res = AgentResponse(input, on_token=on_token, on_event=on_event)
         started = time.perf_counter()
         with (

@@ -8,6 +8,11 @@ input's own transaction (durable learning: a crash, an outage or a full disk los
 neither), and made due when the turn ends: with the reply stored beside it, or
 without one when the reply failed. Dry runs, the framework's own inputs (scheduled
 posts) and inputs without text teach nothing.
+
+A caller may name the input's id beforehand (``req.input_memory_id``: a request with an
+``Idempotency-Key``); when an input with that id is stored already, a first try failed
+after storing it, and this turn only adds the reply: the input and its learning job
+are never stored twice.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from datetime import timedelta
 from typing import Any
 
 from liz.db.driver import Bound, connect
-from liz.db.memories import insert_statement, store_memory
+from liz.db.memories import insert_statement, memory_stored, store_memory
 from liz.db.usage import usage_statements
 from liz.learning_queue import turn_jobs
 from liz.pipeline import AgentRequest, AgentResponse
@@ -33,7 +38,13 @@ async def create_memory(req: AgentRequest, res: AgentResponse, next: Next) -> No
     said = _memory(req, content, req.input.type.value, "external")
     learn = _learnable(req)
     engine = req.runtime.engine
-    if learn:
+    stored = False
+    if req.input_memory_id is not None and not req.dry_run:
+        said = said.model_copy(update={"id": req.input_memory_id})
+        stored = await memory_stored(engine, said.id)
+    if stored:
+        pass  # stored by a first try, with its learning job
+    elif learn:
         # Until the turn ends the reply may still come; after a crash it never will.
         wait = timedelta(seconds=req.runtime.learning.settings.reply_wait_seconds)
         queued = turn_jobs.enqueue_statement(said, req.agent.name, due=said.created_at + wait)

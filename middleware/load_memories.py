@@ -28,6 +28,8 @@ def load_memories(limit: int = 100, tokens: int | None = None) -> Middleware:
         memories = await read_recent(
             req.runtime.engine, user_id=req.input.user_id, agent_id=req.input.agent_id, limit=limit
         )
+        if req.input_memory_id is not None:  # a retry: its input, stored by the first try
+            memories = [memory for memory in memories if memory.id != req.input_memory_id]
         budget = req.runtime.settings.liz_context_tokens if tokens is None else tokens
         req.memories = newest_within_budget(memories, budget)
         await next()

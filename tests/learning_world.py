@@ -88,6 +88,9 @@ class Brain:
     # An extraction whose prompt holds one of these fails with a server error (500), as
     # an endpoint may fail on one input every time; to the worker that reads as an outage.
     broken: set[str] = field(default_factory=set)
+    # An extraction whose prompt holds one of these is answered 503 (overloaded), as if
+    # the endpoint were down whenever this message is sent.
+    overloaded: set[str] = field(default_factory=set)
     learned_from: list[str] = field(default_factory=list)  # successful extractions, in order
     extractions: list[list[str]] = field(default_factory=list)  # the messages of each
 
@@ -99,6 +102,8 @@ class Brain:
                 return ScriptedError(400, "the model cannot take this message")
             if any(text in request.prompt for text in self.broken):
                 return ScriptedError(500, "the model crashed")
+            if any(text in request.prompt for text in self.overloaded):
+                return ScriptedError(503, "the model is overloaded")
             if self.bad_answers:
                 return "this is not JSON"
             numbered = NUMBERED.findall(request.prompt)

@@ -1,6 +1,7 @@
 """A served process against clients that hold connections (raw sockets on ``liz serve``): one
-that trickles its headers is closed after LIZ_HEADER_TIMEOUT, and a request on a connection
-past LIZ_MAX_CONNECTIONS is answered 503 and closed, while the server goes on serving."""
+that trickles its headers is closed after LIZ_HEADER_TIMEOUT, one that trickles its body after
+LIZ_BODY_TIMEOUT, and a request on a connection past LIZ_MAX_CONNECTIONS is answered 503 and
+closed, while the server goes on serving."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from tests.serve_process import liz_serve
 
 pytestmark = pytest.mark.slow
 HEADER_TIMEOUT = 1.0
+BODY_TIMEOUT = 1.0
 MAX_CONNECTIONS = 12
 # Far longer than the header timeout: a connection still open then was never closed.
 GIVE_UP = 20.0
@@ -27,6 +29,7 @@ def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     env = {
         "DATABASE_URL": f"sqlite+aiosqlite:///{cwd}/liz.db",
         "LIZ_HEADER_TIMEOUT": str(HEADER_TIMEOUT),
+        "LIZ_BODY_TIMEOUT": str(BODY_TIMEOUT),
         "LIZ_MAX_CONNECTIONS": str(MAX_CONNECTIONS),
     }
     with liz_serve(env, cwd) as url:
@@ -72,6 +75,20 @@ def test_a_connection_trickling_its_headers_is_closed_with_a_408(base_url: str) 
         sock.sendall(b"GET /health HTTP/1.1\r\nHost: localhost\r\n")
         answer = until_closed(sock, trickle=b"X-Slow: aaaaaaaaaaaaaaaaaaaaa\r\n")
     assert answer.startswith(b"HTTP/1.1 408 ")
+
+
+def test_a_connection_trickling_its_body_is_answered_408_and_closed(base_url: str) -> None:
+    body = b'{"input": {"agentId": "business-advisor", "userId": "u1", "text": "' + b"a" * 400
+    with connect(base_url) as sock:
+        sock.sendall(
+            b"POST /agent/input HTTP/1.1\r\nHost: localhost\r\n"
+            b"Content-Type: application/json\r\nContent-Length: 10000\r\n\r\n"
+        )
+        answer = until_closed(sock, trickle=body)
+    assert answer.startswith(b"HTTP/1.1 408 "), answer
+    assert b"LIZ_BODY_TIMEOUT" in answer
+    # The server goes on serving.
+    assert httpx.get(f"{base_url}/health", timeout=10).status_code == 200
 
 
 def test_a_connection_that_sends_nothing_is_closed(base_url: str) -> None:

@@ -168,7 +168,7 @@ async def test_a_message_the_endpoint_keeps_refusing_is_failed_and_the_next_is_l
 async def test_a_job_retried_for_ever_can_be_given_up_on_then_discarded(
     world: World, database_url: str, tmp_path: Path
 ) -> None:
-    world.brain.broken = {"poison"}  # a server error each time: retried as an outage
+    world.brain.overloaded = {"poison"}  # a 503 each time: retried as an outage
     await world.say("ann", "ann poison pill")
     await world.settle()
     await world.later(hours=1)
@@ -203,7 +203,7 @@ async def test_a_job_retried_for_ever_can_be_given_up_on_then_discarded(
     assert await world.facts_of("ann") == [fact_text("I grow tomatoes")]
     listed = facts_cli("queue", "--failed")
     assert f"#{stuck.id}" in listed.stdout and "message " + stuck.memory_id in listed.stdout
-    assert "given up by an operator" in listed.stdout and "answered 500" in listed.stdout
+    assert "given up by an operator" in listed.stdout and "answered 503" in listed.stdout
     again = facts_cli("give-up", str(stuck.id))
     assert again.returncode == 2 and "already failed" in again.stderr
 
@@ -410,3 +410,40 @@ async def test_a_message_that_crashes_the_model_is_set_aside_while_others_learn(
         [fact_text("ann poison pill"), fact_text("I grow tomatoes")]
     )
     assert await backlog_of(world) == {"pending": 0, "failed": 0, "oldestPendingSeconds": None}
+
+
+async def test_on_a_quiet_server_a_message_failing_with_a_500_every_time_is_set_aside(
+    world: World,
+) -> None:
+    # No other user: the only messages learned are this user's own, behind the bad one.
+    world.brain.broken = {"poison"}
+    await world.say("ann", "ann poison pill")
+    healthy = ["I grow tomatoes", "My dog is Rex", "Turku is home"]
+    for text in healthy:
+        await world.say("ann", text)
+    await world.settle()
+    for _ in range(6):
+        await world.later(hours=1)
+    assert sorted(await world.facts_of("ann")) == sorted(fact_text(text) for text in healthy)
+    assert await backlog_of(world) == {"pending": 0, "failed": 1, "oldestPendingSeconds": None}
+    await world.say("ann", "Nights suit me")  # and the user's next message goes on
+    await world.settle()
+    await world.later(hours=1)
+    assert fact_text("Nights suit me") in await world.facts_of("ann")
+
+
+async def test_when_every_call_fails_with_a_500_nothing_is_set_aside(world: World) -> None:
+    world.brain.broken = {"user:"}  # every extraction prompt: a real outage
+    for text in ["I grow tomatoes", "My dog is Rex", "Turku is home"]:
+        await world.say("ann", text)
+    await world.settle()
+    for _ in range(6):
+        await world.later(hours=1)
+    assert await backlog_of(world) == {
+        "pending": 3,
+        "failed": 0,
+        "oldestPendingSeconds": (await backlog_of(world))["oldestPendingSeconds"],
+    }
+    world.brain.broken = set()
+    await world.later(hours=2)
+    assert len(await world.facts_of("ann")) == 3

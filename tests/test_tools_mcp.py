@@ -3,7 +3,9 @@ configured in a character file, and a server that cannot start."""
 
 from __future__ import annotations
 
+import io
 import json
+import logging
 import os
 import signal
 import socket
@@ -11,7 +13,9 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,6 +30,7 @@ __all__ = ["_no_facts"]
 
 CLERK = {"agentId": "clerk", "name": "Clerk", "system": "You help."}
 SHOP = str(Path(__file__).parent / "data" / "mcp_shop_server.py")
+NOISY = str(Path(__file__).parent / "data" / "mcp_noisy_server.py")
 
 
 def shop_over_stdio() -> BaseAgent:
@@ -176,3 +181,40 @@ def test_health_names_no_mcp_when_there_is_none(database_url: str) -> None:
         served(tool_app(tool_agent(), database_url, url)) as client,
     ):
         assert "mcp" not in client.get("/health").json()
+
+
+def test_a_server_writing_garbage_to_stdout_is_logged_at_a_bounded_rate_and_restarted(
+    database_url: str,
+) -> None:
+    noisy = tool_agent()
+    noisy.add_mcp_server(stdio_server("noisy", sys.executable, [NOISY]))
+    log = io.StringIO()
+    handler = logging.StreamHandler(log)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    logging.getLogger().addHandler(handler)
+    try:
+        with scripted_url() as url, served(tool_app(noisy, database_url, url)) as client:
+            health: dict[str, Any] = {}
+            for _ in range(300):  # it is restarted, with backoff
+                health = client.get("/health").json()["mcp"]["clerk/noisy"]
+                if health["restarts"] >= 2:
+                    break
+                time.sleep(0.02)
+            time.sleep(2)  # a couple of seconds more of garbage, a thousand lines each
+    finally:
+        logging.getLogger().removeHandler(handler)
+    assert health["restarts"] >= 2
+    written = log.getvalue()
+    assert "Traceback" not in written
+    # One line for the first bad line of each run of the server, not one per line.
+    first_lines = written.count("wrote a line that is not JSON-RPC to its stdout")
+    assert 1 <= first_lines <= written.count("restarting it") + 1
+    assert "lines that are not JSON-RPC within 10 s" in written and "restarting it" in written
+    # A handful of lines per restart, however many thousand lines the server wrote.
+    assert len(written.encode()) < 400 * written.count("restarting it") + 2_000, written
+
+
+@contextmanager
+def scripted_url() -> Iterator[str]:
+    with ScriptedOpenAI().serve() as url:
+        yield url

@@ -80,9 +80,11 @@ async def test_revoked_credentials_stop_the_bot_without_giving_up_on_the_mention
     with pytest.raises(TwitterAuthError, match="token revoked"):
         async with asyncio.timeout(30):
             await bot.run()
-    assert await world.rows(HandledTweetRecord) == []
+    # Not given up on: the reply waits in the outbox, its text kept, for the next run.
+    assert [r.decision for r in await world.rows(HandledTweetRecord)] == ["replying"]
     await world.start(world.bot(max_reply_attempts=1))  # credentials fixed, started again
     assert [t.in_reply_to_id for t in x.posts] == [mention.id]
+    assert len(world.reply_prompts()) == 1  # posted as written, not written again
 
 
 @pytest.mark.anyio

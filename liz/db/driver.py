@@ -30,6 +30,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.util import greenlet_spawn
 
 from liz._compat import run_on_sqlite_thread
+from liz.db.conflicts import retry_conflicts
 from liz.db.types import as_utc, sqlite_milliseconds
 
 
@@ -125,12 +126,18 @@ class Driver:
         cancelled while that call runs it still ends whole; on PostgreSQL they are sent
         as one statement (each a data-modifying ``WITH`` part of it), so every one of
         them sees the database as it was before any of them: give it statements that
-        do not read each other's rows.
+        do not read each other's rows. They take their rows in the order given (see
+        liz.db.conflicts for the order every transaction keeps); a deadlock or
+        serialization failure runs them again, a few times at most.
         """
         if not self.sqlite:
-            parameters = [value for bound in statements for value in bound.parameters]
+            parameters = self._bound([value for bound in statements for value in bound.parameters])
             sql = _one_statement(tuple(bound.statement.postgres for bound in statements))
-            await self._connection.execute(sql, *self._bound(parameters))
+            # One statement is its own transaction: a deadlock rolls back all of it, and
+            # it runs again whole (liz.db.conflicts).
+            await retry_conflicts(
+                lambda: self._connection.execute(sql, *parameters), what="a turn's write"
+            )
             return
         work = [(bound.statement.sqlite, self._bound(bound.parameters)) for bound in statements]
         await run_on_sqlite_thread(self._connection, _commit, work)
@@ -155,7 +162,10 @@ def _one_statement(statements: tuple[str, ...]) -> str:
         renumbered = _PARAMETER.sub(functools.partial(_shifted, by=offset), sql)
         parts.append(f"s{number} AS ({renumbered})")
         offset += len(set(_PARAMETER.findall(sql)))
-    return f"WITH {', '.join(parts)} SELECT 1"
+    # PostgreSQL runs data-modifying WITH parts that nothing reads last one first: written
+    # in reverse, they take their rows in the order given, the order that keeps a reply
+    # from deadlocking against a learning job (liz.db.conflicts).
+    return f"WITH {', '.join(reversed(parts))} SELECT 1"
 
 
 def _shifted(match: re.Match[str], *, by: int) -> str:

@@ -3,7 +3,9 @@
 A row is claimed (``status`` null) before the request runs and completed with its
 status and JSON body after, so a retry with the same key gets that outcome instead
 of running again. ``requestHash`` tells a retry from a different request that
-reuses the key.
+reuses the key. While the request runs, its process renews ``createdAt`` (the claim's
+last sign of life, :func:`renew_key`), so a claim not renewed for a lease was left by
+a process that died.
 """
 
 from __future__ import annotations
@@ -89,6 +91,24 @@ async def reclaim_key(
             created_at=now,
             completed_at=None,
         )
+    )
+    return getattr(result, "rowcount", 0) == 1
+
+
+async def renew_key(
+    session: AsyncSession, user_id: str, key: str, request_hash: str, now: datetime
+) -> bool:
+    """Say the request holding ``key`` still runs; False when its claim is gone (answered,
+    released, or taken over by a retry with another body)."""
+    result = await session.execute(
+        update(IdempotencyRecord)
+        .where(
+            IdempotencyRecord.user_id == user_id,
+            IdempotencyRecord.key == key,
+            IdempotencyRecord.request_hash == request_hash,
+            IdempotencyRecord.status.is_(None),
+        )
+        .values(created_at=now)
     )
     return getattr(result, "rowcount", 0) == 1
 

@@ -94,6 +94,16 @@ def insert_statement(memory: Memory) -> Bound:
     return _APPEND.bind(*_insert_values(memory).values())
 
 
+_STORED = Statement.of('SELECT 1 FROM "Memory" WHERE "id" = {}')
+
+
+async def memory_stored(engine: AsyncEngine, memory_id: str) -> bool:
+    """Whether a memory with this id is stored (on the writing connections: a retry must
+    see what the first try committed)."""
+    async with connect(engine) as db:
+        return bool(await db.fetch(_STORED, memory_id))
+
+
 async def read_recent(
     engine: AsyncEngine, *, user_id: str, agent_id: str, limit: int
 ) -> list[Memory]:

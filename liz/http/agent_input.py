@@ -9,8 +9,10 @@ answer replayed (``idempotency``). The turn ends by ``LIZ_REQUEST_TIMEOUT``
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator, Mapping
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from starlette.requests import Request
@@ -50,7 +52,8 @@ async def agent_input(request: Request) -> Response:
             media_type="text/event-stream",
         )
     try:
-        result, _ = await take_turn(request, framework, input, agent, traced=traced)
+        async with held(key):
+            result, _ = await take_turn(request, framework, input, agent, key, traced=traced)
     except BaseException:
         if key is not None:
             await key.release()
@@ -58,6 +61,11 @@ async def agent_input(request: Request) -> Response:
     if key is not None:
         await key.record(result)
     return JSONResponse(result.body, status_code=result.status, headers=result.headers)
+
+
+def held(key: KeyClaim | None) -> AbstractAsyncContextManager[None]:
+    """The key's claim renewed while the turn runs (nothing to hold without a key)."""
+    return key.held() if key is not None else contextlib.nullcontext()
 
 
 def outcome(res: AgentResponse, *, traced: bool = False) -> dict[str, Any]:
@@ -81,16 +89,25 @@ async def take_turn(
     framework: AgentFramework,
     input: InputObject,
     agent: BaseAgent,
+    key: KeyClaim | None,
     on_token: TokenSink | None = None,
     *,
     traced: bool = False,
     on_event: EventSink | None = None,
 ) -> tuple[Outcome, dict[str, Any] | None]:
     """Run the turn until the request's deadline: the reply (with its trace when asked),
-    or the failure as an answer; and the trace on its own, for a stream."""
+    or the failure as an answer; and the trace on its own, for a stream. With a key, the
+    input is stored under the key's id: a retry after a failure finds it stored."""
+    input_memory_id = key.input_memory_id if key is not None else None
     try:
         async with within_deadline(request):
-            res = await framework.process(input, agent, on_token=on_token, on_event=on_event)
+            res = await framework.process(
+                input,
+                agent,
+                on_token=on_token,
+                on_event=on_event,
+                input_memory_id=input_memory_id,
+            )
     except LizError as exc:  # the deadline passed
         return failure(exc, request), None
     trace = wire(Trace.model_validate(res.trace)) if traced else None
@@ -140,9 +157,17 @@ async def stream_events(
 
     async def run() -> None:
         try:
-            result, trace = await take_turn(
-                request, framework, input, agent, on_token, traced=traced, on_event=on_event
-            )
+            async with held(key):
+                result, trace = await take_turn(
+                    request,
+                    framework,
+                    input,
+                    agent,
+                    key,
+                    on_token,
+                    traced=traced,
+                    on_event=on_event,
+                )
             if trace is not None:
                 await events.put(sse("trace", trace))
             if key is not None:

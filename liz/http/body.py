@@ -2,7 +2,8 @@
 
 Every limit answers a 4xx that names it, never a 500: a body over
 :data:`MAX_BODY_BYTES` is refused as soon as the declared length or the bytes read so
-far pass it (413, the rest is never read); JSON nested deeper than
+far pass it (413, the rest is never read); a body still arriving ``LIZ_BODY_TIMEOUT``
+seconds after the headers is refused with 408 and its connection closed; JSON nested deeper than
 :data:`MAX_JSON_DEPTH`, numbers of more than :data:`MAX_NUMBER_DIGITS` digits or too
 large for a float, ``NaN``, lone surrogates, NUL and inputs that break
 :mod:`liz.input_rules` are 400s. Each check runs at C speed (regular expressions
@@ -12,6 +13,7 @@ megabyte costs milliseconds, not seconds.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from typing import Any
@@ -44,17 +46,33 @@ class BodyTooLarge(InputError):
         super().__init__(f"request body is larger than {limit} bytes; send less")
 
 
+class BodyTooSlow(InputError):
+    status = 408
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(
+            f"the request body took more than {seconds:g} seconds to arrive "
+            "(LIZ_BODY_TIMEOUT); send it at once"
+        )
+
+
 class BodyLimit:
-    """Pure ASGI middleware: no request body may exceed ``max_bytes``.
+    """Pure ASGI middleware: no request body may exceed ``max_bytes``, nor take longer
+    than ``timeout`` seconds to arrive once the headers are in.
 
     A declared ``Content-Length`` over the limit is refused before the app runs; a
     chunked body is counted as it arrives and refused at the first chunk past the
-    limit, so a huge body is never held in memory.
+    limit, so a huge body is never held in memory. A body trickled a byte at a time
+    would hold its connection (and a slot of ``LIZ_MAX_CONNECTIONS``) until the request
+    deadline; it is refused at ``timeout`` instead.
     """
 
-    def __init__(self, app: ASGIApp, max_bytes: int = MAX_BODY_BYTES) -> None:
+    def __init__(
+        self, app: ASGIApp, max_bytes: int = MAX_BODY_BYTES, timeout: float | None = None
+    ) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.timeout = timeout
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -66,12 +84,23 @@ class BodyLimit:
             await error_response(BodyTooLarge(self.max_bytes), request_id)(scope, receive, send)
             return
         received = 0
+        whole = False  # once the body is in, receive() only waits for a disconnect
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout if self.timeout is not None else None
 
         async def limited_receive() -> Message:
-            nonlocal received
-            message = await receive()
+            nonlocal received, whole
+            if whole or deadline is None:
+                message = await receive()
+            else:
+                try:
+                    async with asyncio.timeout_at(deadline):
+                        message = await receive()
+                except TimeoutError:
+                    raise BodyTooSlow(self.timeout or 0) from None
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
+                whole = not message.get("more_body", False)
                 if received > self.max_bytes:
                     raise BodyTooLarge(self.max_bytes)
             return message

@@ -7,7 +7,7 @@
 5. ``Authenticate``: ``LIZ_API_KEY`` and user tokens (``LIZ_JWT_SECRET``), after any
    middleware that must see a request before it is refused (the playground's key prompt);
 6. ``JsonBodiesOnly``: writes are JSON (no cross-site form or text POST);
-7. ``BodyLimit``: no body over 1 MB is read.
+7. ``BodyLimit``: no body over 1 MB is read, nor one slower than ``LIZ_BODY_TIMEOUT``.
 """
 
 from __future__ import annotations
@@ -47,5 +47,5 @@ def edge_middleware(
     if api_key or jwt_secret:
         middleware.append(Middleware(Authenticate, api_key=api_key, jwt_secret=jwt_secret))
     middleware.append(Middleware(JsonBodiesOnly))
-    middleware.append(Middleware(BodyLimit))
+    middleware.append(Middleware(BodyLimit, timeout=settings.liz_body_timeout))
     return middleware

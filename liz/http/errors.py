@@ -55,9 +55,9 @@ def log_failure(exc: LizError, request_id: str | None, cause: BaseException | No
 
 def error_response(exc: LizError, request_id: str | None) -> Response:
     headers = retry_after_headers(exc)
-    if exc.status == 413:
-        # The rest of a body too large to read is never read: close the connection
-        # instead of keeping it for the next request.
+    if exc.status in (408, 413):
+        # The rest of a body too large or too slow to read is never read: close the
+        # connection instead of keeping it for the next request.
         headers["Connection"] = "close"
     return JSONResponse(error_body(exc, request_id), status_code=exc.status, headers=headers)
 

@@ -49,7 +49,9 @@ async def health(request: Request) -> Response:
     body: dict[str, Any] = {"status": "ok" if status == 200 else "degraded"}
     body.update(database=database, llm=llm)
     body["mcp"] = mcp_health(request.app.state.agents.values()) or None  # liz.tools
-    if framework.runtime.facts is not None:  # the facts still to learn
+    if framework.runtime.facts is not None and database.startswith("unreachable"):
+        body["learning"] = {"status": "unknown: the database is unreachable"}
+    elif framework.runtime.facts is not None:  # the facts still to learn
         body["learning"] = await learning_backlog(framework.runtime)
         if database == "ok":  # messages learning gave up on (`liz facts retry ID`)
             body["set_aside"] = await set_aside(framework.runtime.reads) or None

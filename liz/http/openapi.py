@@ -41,10 +41,11 @@ SSE_EVENTS: dict[str, tuple[type[BaseModel], str]] = {
 }
 # Every failure's status and meaning; an operation names those it may answer with.
 FAILURES = {
-    "400": "The request is wrong; the error says what to fix",
+    "400": "The request is wrong (NUL in a path or query, on any route); the error says how",
     "401": "LIZ_API_KEY is set and the request lacks it (or a user token)",
     "403": "The credentials may not do this",
     "404": "No such agent, fact or path",
+    "408": "The body did not all arrive within LIZ_BODY_TIMEOUT; the connection is closed",
     "409": "A request with this Idempotency-Key is still running (see Retry-After)",
     "413": "The body is too large",
     "415": "The body is not sent as `Content-Type: application/json`",
@@ -153,7 +154,7 @@ def operations() -> dict[str, Item]:
         "post /agent/input": operation(
             "agents", "Send a message to an agent; get its reply",
             reply_or_events("The reply; or, as server-sent events, its pieces."),
-            "400 401 403 404 409 413 415 422 429 500 502 503 504",
+            "400 401 403 404 408 409 413 415 422 429 500 502 503 504",
             description=f"{STREAMS} The turn's trace is added only when asked for with `?trace=1`.",
             request=bodies.AgentInputBody, parameters=(TRACE, IDEMPOTENCY_KEY),
         ),

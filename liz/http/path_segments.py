@@ -4,6 +4,10 @@ A server decodes the whole path before routing, so an encoded ``/`` in a userId 
 split it in two. :class:`PathSegments` (pure ASGI middleware) rebuilds the path from
 the raw one, decoding each segment but keeping ``%2F`` and ``%25`` encoded; a route
 whose path names ``{userId:segment}`` gets the id decoded whole.
+
+NUL (``%00``) in the path or the query is refused with a 400 before any route runs:
+no id or value may hold it (PostgreSQL cannot store it in text, and SQLite would
+store something no client can name), so it is a bad request on both databases.
 """
 
 from __future__ import annotations
@@ -12,6 +16,20 @@ from urllib.parse import quote, unquote
 
 from starlette.convertors import Convertor, register_url_convertor
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from liz.errors import InputError
+from liz.http.errors import error_response
+
+NUL_REFUSED = InputError(
+    "the request's path or query holds NUL (%00), which no id or value may contain; remove it"
+)
+
+
+def holds_nul(scope: Scope) -> bool:
+    """Whether the request's path or query string holds NUL, raw or percent-encoded."""
+    raw_path = scope.get("raw_path") or scope.get("path", "").encode()
+    query = scope.get("query_string", b"")
+    return any(b"%00" in part or b"\0" in part for part in (raw_path, query))
 
 
 def _segment(raw: str) -> str:
@@ -45,6 +63,10 @@ class PathSegments:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and holds_nul(scope):
+            request_id = scope.get("state", {}).get("request_id")
+            await error_response(NUL_REFUSED, request_id)(scope, receive, send)
+            return
         raw_path = scope.get("raw_path")
         if scope["type"] == "http" and raw_path and b"%" in raw_path:
             scope = {**scope, "path": routing_path(raw_path)}

@@ -128,6 +128,11 @@ class Claims:
             self._failed_at.get(job.id, self._learned) < self._learned for job in claimed
         )
 
+    @property
+    def learned(self) -> int:
+        """Rounds learned so far by this worker."""
+        return self._learned
+
     def succeeded(self, claimed: Sequence[Job]) -> None:
         self._learned += 1
         for job in claimed:

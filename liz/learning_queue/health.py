@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from liz.db.errors import storage_error_for
+from liz.db.health import outage_log
 from liz.learning_queue.jobs import backlog, list_jobs
 from liz.learning_queue.tables import FAILED
 
@@ -26,7 +28,11 @@ async def learning_backlog(
         async with runtime.reads() as session:  # never waits for the writer
             found = await backlog(session, scope)
     except Exception as exc:  # the health check reports, it never fails itself
-        logger.warning("health check: cannot read the learning queue: %s", exc)
+        storage = storage_error_for(exc)
+        if storage is None:
+            logger.warning("health check: cannot read the learning queue: %s", exc)
+        else:  # an outage is logged as one, not once per /health call
+            outage_log(runtime.engine).failed(exc, f"health check: {storage.message}")
         return {"status": f"unknown: {type(exc).__name__}"}
     age = found.oldest_age_seconds(runtime.clock.now())
     return {

@@ -166,8 +166,15 @@ async def renew_all(
 
 def finish_statement(job_ids: Sequence[int]) -> Delete:
     """The delete that removes learned jobs; it finds fewer rows than ``job_ids`` when
-    one was gone already (another worker learned it)."""
-    return delete(Job).where(Job.id.in_(list(job_ids)), Job.status == PENDING)
+    one was gone already (another worker learned it). On PostgreSQL it locks them in
+    ``id`` order first, the order every transaction takes them in (liz.db.conflicts)."""
+    ordered = (
+        select(Job.id)
+        .where(Job.id.in_(list(job_ids)), Job.status == PENDING)
+        .order_by(Job.id)
+        .with_for_update()
+    )
+    return delete(Job).where(Job.id.in_(ordered), Job.status == PENDING)
 
 
 async def finish_all(session: AsyncSession, job_ids: Sequence[int]) -> bool:

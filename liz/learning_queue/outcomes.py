@@ -74,6 +74,17 @@ def is_server_error(error: BaseException) -> bool:
     return (error.upstream_status or 0) >= 500
 
 
+# Server errors that tell of the endpoint's own state (a gateway's failure, overload, a
+# gateway's timeout): messages learned together would fare no better one by one.
+_ENDPOINT_STATE = frozenset({502, 503, 504})
+
+
+def may_be_one_messages_doing(error: BaseException) -> bool:
+    """A server error one input can cause every time (a 500 above all), while the
+    endpoint answers other inputs: worth trying the messages of a round one by one."""
+    return is_server_error(error) and getattr(error, "upstream_status", None) not in _ENDPOINT_STATE
+
+
 def next_try(
     error: BaseException, attempts: int, now: datetime, settings: LearningSettings
 ) -> datetime:

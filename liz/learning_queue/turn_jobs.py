@@ -30,16 +30,32 @@ _WAITING = (
     'AND "waiting"."userId" = {} AND "waiting"."status" = {}'
 )
 _BATCH_WAITING = "(" + _WAITING.format("count(*)", "{}", "{}", "{}") + ") >= {}"
-_REPLY_CAME = Statement.of(
+_REPLY_CAME_SET = (
     'UPDATE "LearningJob" SET "updatedAt" = {}, '
     '"nextAttemptAt" = CASE WHEN "attempts" > 0 THEN "nextAttemptAt" '
     f"WHEN {_BATCH_WAITING} THEN {{}} ELSE {{}} END, "
     '"replyMemoryId" = CASE WHEN "memoryId" = {} THEN COALESCE({}, "replyMemoryId") '
     'ELSE "replyMemoryId" END '
-    'WHERE "agentId" = {} AND "userId" = {} AND "status" = {} AND ("memoryId" = {} '
+)
+_REPLY_CAME_ROWS = (
+    '"agentId" = {} AND "userId" = {} AND "status" = {} AND ("memoryId" = {} '
     'OR ("attempts" = 0 AND "replyMemoryId" IS NOT NULL AND ('
     '"id" = (' + _WAITING.format('min("waiting"."id")', "{}", "{}", "{}") + ") "
     f"OR {_BATCH_WAITING})))"
+)
+# PostgreSQL locks the rows in id order, as every transaction takes LearningJob rows
+# (liz.db.conflicts): an UPDATE alone takes them in the order it finds them, and a claim
+# holding the head while it waits for the job behind would deadlock against it.
+# SQLite's writers take turns, and it has no FOR UPDATE.
+_REPLY_CAME = Statement(
+    sqlite=Statement.of(_REPLY_CAME_SET + "WHERE " + _REPLY_CAME_ROWS).sqlite,
+    postgres=Statement.of(
+        _REPLY_CAME_SET
+        + 'WHERE "id" IN (SELECT "id" FROM "LearningJob" WHERE '
+        + _REPLY_CAME_ROWS
+        + ' ORDER BY "id" FOR UPDATE)'
+    ).postgres,
+    named=Statement.of(_REPLY_CAME_SET + "WHERE " + _REPLY_CAME_ROWS).named,
 )
 
 

@@ -5,9 +5,12 @@ user's other messages said here: see liz.learning_queue.bursts; then once the tu
 way: see liz.turns), by this process's poller when it is due, or by any other process sharing
 the database, always through one claim (liz.learning_queue.claims). Up to
 ``batch_size`` ready messages of one user are learned in one round; a round that fails
-for another reason than an outage is tried again one message at a time, so a message
-that cannot be learned from holds up no other. The job rows are deleted in the facts'
-own transaction, and that delete must find every row, else the facts are rolled back.
+for another reason than an outage, or with a server error one message may cause every
+time (a 500), is tried again one message at a time, so a message that cannot be learned
+from holds up no other. When the first two tried alone fail too and none succeeds, the
+endpoint is down: the rest wait for the next try, as in any outage. The job rows are
+deleted in the facts' own transaction, and that delete must find every row, else the
+facts are rolled back.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from liz.learning_queue.outcomes import (
     affects_every_message,
     describe,
     is_outage,
+    may_be_one_messages_doing,
     worth_retrying,
 )
 from liz.learning_queue.settings import LearningSettings
@@ -277,7 +281,9 @@ class LearningWorker:
         except Exception as exc:
             if self._one_by_one(work, exc):
                 # Once each: what is left to retry, the queue retries, with backoff.
-                await self._each(work, lambda one: self._learn_with_retries(facts, one, 1, wait))
+                await self._each(
+                    work, exc, lambda one: self._learn_with_retries(facts, one, 1, wait)
+                )
                 return
             await self.claims.failed(claimed, exc, tries, right_after_reply=True)
 
@@ -326,18 +332,33 @@ class LearningWorker:
                 async def try_one(one: Work) -> None:
                     outages.append(await self._try_once(facts, one))
 
-                await self._each(work, try_one)
+                await self._each(work, exc, try_one)
                 return any(outages)
             outage = is_outage(exc) and not self.claims.blamed(exc, claimed)
             await self.claims.failed(claimed, exc, 1)
             return outage
         return False
 
-    async def _each(self, work: Work, learn: Callable[[Work], Awaitable[None]]) -> None:
-        """``learn`` each claimed job on its own, in order; if cancelled, give back the
-        claims of those not tried yet."""
+    async def _each(
+        self, work: Work, error: Exception, learn: Callable[[Work], Awaitable[None]]
+    ) -> None:
+        """``learn`` each claimed job on its own, in order, after they failed together
+        with ``error``; if cancelled, give back the claims of those not tried yet.
+
+        After a 500, when the first two tried alone fail as well and none is
+        learned, the endpoint is down rather than one message at fault: the rest are
+        recorded as failed with ``error`` (an outage's retry), not tried one by one.
+        """
+        learned_before = self.claims.learned
         try:
-            for item in work:
+            for tried, item in enumerate(work):
+                if (
+                    tried >= 2
+                    and may_be_one_messages_doing(error)
+                    and self.claims.learned == learned_before
+                ):
+                    await self.claims.failed(jobs_of(work[tried:]), error, 1)
+                    return
                 await learn([item])
         except asyncio.CancelledError:
             await self.claims.release(jobs_of(work))
@@ -348,7 +369,12 @@ class LearningWorker:
         claimed = jobs_of(work)
         if len(work) < 2 or self._stopping:
             return False
-        if affects_every_message(error) and not self.claims.blamed(error, claimed):
+        one_message_may_cause_it = may_be_one_messages_doing(error)
+        if (
+            affects_every_message(error)
+            and not one_message_may_cause_it
+            and not self.claims.blamed(error, claimed)
+        ):
             return False
         job = claimed[0]
         logger.warning(

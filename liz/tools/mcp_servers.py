@@ -25,6 +25,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from liz.errors import LizError
 from liz.tools.context import ToolContext
+from liz.tools.mcp_bad_lines import BadLines, hide_sdk_parse_errors
 from liz.tools.mcp_config import MCPServerConfig, interpolate
 from liz.types import Tool
 
@@ -92,6 +93,7 @@ class MCPServer:
     _task: asyncio.Task[None] | None = None
     _stopping: asyncio.Event | None = None
     _check: asyncio.Event | None = None
+    _bad_lines: BadLines | None = None  # of the session under way (liz.tools.mcp_bad_lines)
 
     @property
     def tools(self) -> list[Tool]:
@@ -179,6 +181,10 @@ class MCPServer:
                 waiting.cancel()
             if self._stopping.is_set():
                 return
+            if self._bad_lines is not None and self._bad_lines.too_many:
+                raise MCPServerError(
+                    f"it wrote {self._bad_lines.total} lines that are not JSON-RPC"
+                )
             await asyncio.wait_for(session.send_ping(), self.ping_every)
 
     async def _connect(self, stack: AsyncExitStack) -> ClientSession:
@@ -190,14 +196,26 @@ class MCPServer:
                 streamable_http_client(c.url, http_client=http)
             )
         elif c.command is not None:
+            hide_sdk_parse_errors()  # each bad line is counted instead (_message)
             params = StdioServerParameters(command=c.command, args=list(c.args), env=c.env or None)
             streams = await stack.enter_async_context(stdio_client(params))
         else:
             raise MCPServerError(f"MCP server {self.name!r} has neither a command nor a url")
         read, write = streams[0], streams[1]
-        session = await stack.enter_async_context(ClientSession(read, write))
+        self._bad_lines = BadLines(self.name)
+        session = await stack.enter_async_context(
+            ClientSession(read, write, message_handler=self._message)
+        )
         await asyncio.wait_for(session.initialize(), 30)
         return session
+
+    async def _message(self, message: object) -> None:
+        """What the session surfaces: a line it could not parse is counted, and too many
+        of them wake the watcher, which restarts the server."""
+        if isinstance(message, Exception) and self._bad_lines is not None:
+            self._bad_lines.seen(message)
+            if self._bad_lines.too_many and self._check is not None:
+                self._check.set()
 
     def _tool(self, listed: mcp_types.Tool) -> Tool:
         remote = listed.name

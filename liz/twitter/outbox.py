@@ -265,9 +265,10 @@ async def _refused(
 ) -> _Refused:
     """X answered, and it did not post the tweet (this time)."""
     passing = not isinstance(exc, TwitterRejected | TwitterNotFound)
-    if passing and (row.position > 0 or earlier_call is not None):
-        # Tried again later. An earlier call's outcome is still unknown: kept, so the
-        # tweet is neither written anew nor posted without looking for it first.
+    if passing:
+        # Tried again later (a rate limit, X down), with the text the outbox keeps: never
+        # written anew, which would pay for the LLM again. An earlier call's outcome that
+        # is still unknown is kept, so the tweet is not posted without looking first.
         await _set(ctx, row, attempted_at=earlier_call)
         raise exc
     if earlier_call is not None:

@@ -5,9 +5,11 @@ what was decided, and the newest handled id per stream is the since-id cursor,
 so a restart resumes where the last run stopped. A reply is marked "replying"
 with its tweets planned in the outbox (:mod:`liz.twitter.outbox`) in one
 transaction, then posted; it is marked "replied" only once all its tweets are
-on X. An unfinished reply (cut short, or its fate unknown after a timeout) is
-finished at the start of the next cycle, never written and posted anew; only
-when X refuses its first tweet is the mark taken back, so it is tried again.
+on X. An unfinished reply (cut short, rate limited, or its fate unknown after a
+timeout) is finished at the start of the next cycle, never written and posted anew;
+only when X refuses its first tweet for good is the mark taken back, so it is tried
+again. A reply X refuses as duplicate content (two mentions asking the same thing) is
+written once more, the agent told to vary it, and only then given up, in one line.
 A reply whose post call got no answer is sent again only once X has not shown
 it for ``TWITTER_UNCONFIRMED_POST_WAIT_MINUTES`` (:mod:`liz.twitter.outbox`); it
 is looked for at the start of each cycle meanwhile, and other mentions are
@@ -36,6 +38,7 @@ from liz.observe import metrics
 from liz.twitter.context import BotContext
 from liz.twitter.errors import (
     FATAL_ERRORS,
+    TwitterDuplicate,
     TwitterError,
     TwitterNotFound,
     TwitterPostUnconfirmed,
@@ -198,16 +201,44 @@ class ReplyCycle:
                 decision = "stopped" if choice.decision == "STOP" else "ignored"
                 await self._record(tweet, stream, decision)
                 return
-        text = await ctx.ask_agent(self._reply_input(tweet, chain))
-        texts = split_into_tweets(text, ctx.settings.max_tweet_length)
-        if not texts:
-            raise LizError(f"the agent wrote an empty reply to tweet {tweet.id}")
+        texts = await self._write_reply(tweet, chain)
         if ctx.dry_run:
             logger.info("dry run: would reply to %s with %r", tweet.permanent_url, texts)
             self._dry_run_seen.add(tweet.id)
             return
+        try:
+            await self._plan_and_send(tweet, stream, texts)
+        except TwitterDuplicate:
+            # X refused the reply's first tweet as text the account already posted (two
+            # mentions asking the same): written once more, asked to vary it.
+            logger.info(
+                "X refused the reply to tweet %d as duplicate content; rewording it", tweet.id
+            )
+            texts = await self._write_reply(tweet, chain, refused=" ".join(texts))
+            try:
+                await self._plan_and_send(tweet, stream, texts)
+            except TwitterDuplicate:
+                logger.error(
+                    "giving up on tweet %d: X refused its reply as duplicate content twice, "
+                    "even reworded",
+                    tweet.id,
+                )
+                await self._record(tweet, stream, "failed")
+
+    async def _write_reply(
+        self, tweet: Tweet, chain: list[Tweet], refused: str | None = None
+    ) -> list[str]:
+        """The agent's reply, as tweets; ``refused``: its earlier reply X refused."""
+        text = await self.ctx.ask_agent(self._reply_input(tweet, chain, refused))
+        texts = split_into_tweets(text, self.ctx.settings.max_tweet_length)
+        if not texts:
+            raise LizError(f"the agent wrote an empty reply to tweet {tweet.id}")
+        return texts
+
+    async def _plan_and_send(self, tweet: Tweet, stream: str, texts: list[str]) -> None:
         # Marked "replying" with the reply's tweets planned in one transaction: from
         # here on the reply is finished, never written anew (see liz.twitter.outbox).
+        ctx = self.ctx
         key = reply_key(tweet.id)
         async with ctx.sessions() as session, session.begin():
             await self._store_decision(session, tweet, stream, "replying")
@@ -313,10 +344,16 @@ class ReplyCycle:
         )
         return await ctx.framework.runtime.llm.structured(prompt, ShouldRespond, size="small")
 
-    def _reply_input(self, tweet: Tweet, chain: list[Tweet]) -> InputObject:
+    def _reply_input(
+        self, tweet: Tweet, chain: list[Tweet], refused: str | None = None
+    ) -> InputObject:
         ctx = self.ctx
         text = ctx.agent.templates.render(
-            "twitter_reply_context.j2", username=ctx.account.username, chain=chain, tweet=tweet
+            "twitter_reply_context.j2",
+            username=ctx.account.username,
+            chain=chain,
+            tweet=tweet,
+            refused_reply=refused,
         )
         return InputObject(
             source=InputSource.TWITTER,
