@@ -42,11 +42,14 @@ async def complete(
     response_format: dict[str, Any] | None = None,
 ) -> ChatAnswer:
     """One chat completion, whole."""
-    body: dict[str, Any] = {"model": model, "messages": messages, "stream": False}
-    if temperature is not None:
-        body["temperature"] = temperature
+    # What is the same on every call (the answer's schema) before the messages, so the
+    # body as sent starts with the part a provider's prompt cache can serve.
+    body: dict[str, Any] = {"model": model}
     if response_format is not None:
         body["response_format"] = response_format
+    body.update(messages=messages, stream=False)
+    if temperature is not None:
+        body["temperature"] = temperature
     log.debug("chat completion: model %s, %d messages", model, len(messages))
     record_llm_call(model, messages, streamed=False, response_format=response_format)
     with llm_call(

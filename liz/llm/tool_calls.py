@@ -47,11 +47,13 @@ async def tool_step(
     on_text: TextSink | None = None,
 ) -> ToolStep:
     """Ask once, offering ``tools``; streamed when ``on_text`` is given."""
-    body: dict[str, Any] = {"model": model, "messages": messages, "stream": on_text is not None}
-    if on_text is not None:
-        body["stream_options"] = {"include_usage": True}
+    # The tools before the messages: the body as sent starts with what every turn repeats.
+    body: dict[str, Any] = {"model": model}
     if tools:
         body["tools"] = tools
+    body.update(messages=messages, stream=on_text is not None)
+    if on_text is not None:
+        body["stream_options"] = {"include_usage": True}
     record_llm_call(model, messages, streamed=on_text is not None)
     with llm_call("chat", model, messages=messages, server=server(client)) as record:
         if on_text is None:
