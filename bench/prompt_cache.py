@@ -38,6 +38,21 @@ from typing import Any
 from benchkit import BENCH, markdown_table, scratch_folder
 from context import conversation
 
+from liz.agent import BaseAgent
+from liz.bootstrap import build_framework, open_runtime
+from liz.character import Character
+from liz.config import Settings
+from liz.db.migrate import upgrade_async
+from liz.facts.settings import FactSettings
+from liz.learning_queue.settings import LearningSettings
+from liz.routes import Route, converse
+from liz.routes import conversation as conversation_route
+from liz.testing.clock import ManualClock
+from liz.testing.openai_requests import Answer, RecordedRequest
+from liz.testing.openai_server import ScriptedOpenAI
+from liz.testing.scripted_model import answer
+from liz.types import InputObject
+
 # OpenAI's published prices, USD per million tokens: (input, cached input).
 PRICES = {
     "gpt-5": (1.25, 0.125),
@@ -174,20 +189,6 @@ def cash_runway(cash: float, monthly_costs: float) -> str:
 
 async def drive(turns: int, budget: int, out: Path) -> None:
     """Talk ``turns`` turns on the importable liz; write every chat request to ``out``."""
-    from liz.agent import BaseAgent
-    from liz.bootstrap import build_framework, open_runtime
-    from liz.character import Character
-    from liz.config import Settings
-    from liz.db.migrate import upgrade_async
-    from liz.facts.settings import FactSettings
-    from liz.learning_queue.settings import LearningSettings
-    from liz.routes import Route, conversation as conversation_route, converse
-    from liz.testing.clock import ManualClock
-    from liz.testing.openai_requests import Answer, RecordedRequest
-    from liz.testing.openai_server import ScriptedOpenAI
-    from liz.testing.scripted_model import answer
-    from liz.types import InputObject
-
     exchanges = conversation(turns)
     reply_now = [""]
 
@@ -264,6 +265,7 @@ def run_on(code: Path, turns: int, budget: int, out: Path) -> list[dict[str, Any
 
 def measured(requests: list[dict[str, Any]]) -> dict[str, Any]:
     """Each reply's prompt and cached tokens, through one prefix cache, in order."""
+    # Only here: the reference's code, which the driver runs on, may not have it.
     from liz.testing.prompt_cache import PrefixCache, prompt_tokens
 
     cache = PrefixCache()
