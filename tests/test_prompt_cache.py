@@ -8,6 +8,7 @@ shared with an earlier request to the same model, in 128-token steps, from 1,024
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from datetime import UTC, datetime
@@ -165,7 +166,7 @@ async def test_the_character_and_tools_are_the_same_first_bytes_for_every_turn_a
     assert last.index("</PREVIOUS_CONVERSATION>") < last.index("<CURRENT_USER_INPUT>")
     # Each later turn of a user repeats the earlier one's prompt up to its new messages.
     ann = [rendered_prompt(r.body) for r in replies[0::2]]
-    for earlier, later in zip(ann, ann[1:], strict=False):
+    for earlier, later in itertools.pairwise(ann):
         shared = earlier.index("</PREVIOUS_CONVERSATION>")
         assert later[:shared] == earlier[:shared]
 
