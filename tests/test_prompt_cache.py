@@ -14,8 +14,12 @@ import math
 from datetime import UTC, datetime
 from typing import Any
 
+import httpx
 import pytest
+from openai import AsyncOpenAI
 from sqlalchemy.ext.asyncio import AsyncEngine
+from starlette.applications import Starlette
+from starlette.routing import Mount
 
 from liz.agent import BaseAgent
 from liz.bootstrap import build_framework
@@ -23,6 +27,7 @@ from liz.character import Character
 from liz.config import Settings
 from liz.facts.store import FactStore
 from liz.llm import LLMClient
+from liz.llm.endpoint import OPENROUTER_BASE_URL
 from liz.routes import Route, conversation, converse
 from liz.runtime import Runtime
 from liz.testing.clock import ManualClock
@@ -206,3 +211,44 @@ async def test_the_same_facts_reach_the_prompt_after_the_conversation(
     assert [line[2:] for line in block.splitlines() if line.startswith("- ")] == expected
     assert prompt.index("</PREVIOUS_CONVERSATION>") < prompt.index("<USER_FACTS>")
     assert prompt.index("</USER_FACTS>") < prompt.index("<CURRENT_USER_INPUT>")
+
+
+# -- Anthropic's breakpoint ---------------------------------------------------------------
+
+
+def openrouter_client(scripted: ScriptedOpenAI, model: str) -> LLMClient:
+    """An LLMClient whose endpoint is OpenRouter's URL, answered by ``scripted``."""
+    app = Starlette(routes=[Mount("/api", app=scripted.app)])  # OpenRouter's /api/v1/...
+    openai = AsyncOpenAI(
+        api_key="scripted-key",
+        base_url=OPENROUTER_BASE_URL,
+        http_client=httpx.AsyncClient(transport=httpx.ASGITransport(app=app)),
+    )
+    return LLMClient(openai, small_model=model, large_model=model, embedding_model="e")
+
+
+@on_sqlite
+@pytest.mark.parametrize("model", ["anthropic/claude-sonnet-4.5", "openai/gpt-4o"])
+async def test_anthropic_models_through_openrouter_get_a_breakpoint_where_the_character_ends(
+    database_url: str, engine: AsyncEngine, model: str
+) -> None:
+    scripted = ScriptedOpenAI()
+    scripted.respond_with(answer)
+    settings = Settings(_env_file=None, database_url=database_url)  # type: ignore[call-arg]
+    async with openrouter_client(scripted, model) as llm:
+        runtime = Runtime(settings=settings, engine=engine, llm_client=llm)
+        said = InputObject(agent_id="ada-bot", user_id="ann", text="Rye or spelt?")
+        res = await build_framework(runtime).process(said, make_agent())
+        await runtime.background.drain()
+    assert res.reply is not None, res.error
+    chats = [r for r in scripted.requests if r.path.endswith("/chat/completions")]
+    assert len(chats) == 2  # the router's and the reply's
+    for request in chats:
+        (user,) = [m for m in request.messages if m["role"] == "user"]
+        if model.startswith("openai/"):
+            assert isinstance(user["content"], str)  # OpenAI caches without marks
+            continue
+        stable, rest = user["content"]
+        assert stable["cache_control"] == {"type": "ephemeral"}
+        assert stable["text"].endswith(STABLE_END) and "Rye or spelt?" not in stable["text"]
+        assert "cache_control" not in rest and "Rye or spelt?" in rest["text"]
