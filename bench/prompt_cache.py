@@ -6,20 +6,24 @@
 One user talks with an agent through liz's standard chain, facts on, against the scripted
 model (in process, over the real ``openai`` SDK), on a virtual clock and a SQLite file of
 its own. The agent's character renders to about 1,700 estimated tokens with its tool and
-system prompt; the conversation (bench/context.py's: a line or two, sometimes a page,
-answered in a few sentences to a few paragraphs) outgrows ``LIZ_CONTEXT_TOKENS`` within
-about 15 turns. Learning runs right after each reply, so every turn recalls what the
-earlier ones taught.
+system prompt. Two conversations, both longer than ``LIZ_CONTEXT_TOKENS``: a chat (the
+user writes a line or two, the agent answers in one to three sentences; it outgrows the
+budget after about 45 turns) and bench/context.py's long messages (a line or two,
+sometimes a paragraph, now and then a pasted page, answered in a few sentences to a few
+paragraphs; it outgrows the budget within about 15 turns, and each turn adds about a
+tenth of a prompt, which no cache can serve). Learning runs right after each reply, so
+every turn recalls what the earlier ones taught.
 
-The same script drives the same conversation twice, each in a process of its own: once
-on the reference commit's code (by default ``main``; checked out in a temporary ``git
+Each conversation is driven twice, each run in a process of its own: once on the
+reference commit's code (by default ``main``; checked out in a temporary ``git
 worktree`` and put first on ``PYTHONPATH``), once on this tree's. Then every chat request
-each run made goes, in order, through liz.testing.prompt_cache's OpenAI-style prefix
-cache (per model; the longest prefix shared with an earlier request, in 128-token steps,
-from 1,024 tokens; four bytes a token). Printed, for the reply prompts of turns 2 and
-later with at least 1,024 tokens: the median share the cache serves, the mean, and the
-billed input per turn at three of OpenAI's price pairs (input, cached input; USD per
-million tokens), and whether each turn's prompt shows the same recalled facts on both.
+of a run goes, in order, through liz.testing.prompt_cache's OpenAI-style prefix cache
+(per model; the longest prefix shared with an earlier request, in 128-token steps, from
+1,024 tokens; four bytes a token). Printed, for the reply prompts of turns 2 and later
+with at least 1,024 tokens: the median share the cache serves, the mean, the router's
+median, the billed input per turn at three of OpenAI's price pairs (input, cached input;
+USD per million tokens), and in how many turns the prompt showed the same recalled facts
+as the reference's.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import argparse
 import asyncio
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -36,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from benchkit import BENCH, markdown_table, scratch_folder
-from context import conversation
+from context import AGENT_SENTENCES, USER_LINES, conversation
 
 from liz.agent import BaseAgent
 from liz.bootstrap import build_framework, open_runtime
@@ -187,13 +192,31 @@ def cash_runway(cash: float, monthly_costs: float) -> str:
 # -- one run, in the process of the code it measures --------------------------------------
 
 
-async def drive(turns: int, budget: int, out: Path) -> None:
-    """Talk ``turns`` turns on the importable liz; write every chat request to ``out``."""
-    exchanges = conversation(turns)
-    reply_now = [""]
+def chat(turns: int, seed: int = 10) -> list[tuple[str, str]]:
+    """A chat: the user writes a line or two, the agent answers in one to three sentences."""
+    rng = random.Random(seed)
+    return [
+        (
+            " ".join(rng.sample(USER_LINES, rng.randint(1, 2))),
+            " ".join(rng.sample(AGENT_SENTENCES, rng.randint(1, 3))),
+        )
+        for _ in range(turns)
+    ]
 
-    def respond(request: RecordedRequest) -> Answer:
+
+CONVERSATIONS = {"chat": chat, "long messages": conversation}
+
+
+async def drive(talk: str, turns: int, budget: int, out: Path) -> None:
+    """Talk ``turns`` turns on the importable liz; write every chat request to ``out``."""
+    exchanges = CONVERSATIONS[talk](turns)
+    reply_now = [""]
+    clock = ManualClock(datetime(2026, 3, 2, 9, 0, tzinfo=UTC))
+
+    async def respond(request: RecordedRequest) -> Answer:
         if purpose(request.body) == "reply":
+            # The reply is stored after the message it answers, as with a real model.
+            await clock.advance(seconds=20)
             return reply_now[0]
         return answer(request)  # the router, extraction and reconcile: the scripted model
 
@@ -211,7 +234,6 @@ async def drive(turns: int, budget: int, out: Path) -> None:
             _env_file=None, worker=False, quiet_seconds=0, learn_after_idle=0
         ),
     )
-    clock = ManualClock(datetime(2026, 3, 2, 9, 0, tzinfo=UTC))
     agent = BaseAgent(Character.model_validate(character_fields()))
     agent.add_route(conversation_route)
     # A second route, so every turn also asks the router, as most real agents do.
@@ -225,7 +247,7 @@ async def drive(turns: int, budget: int, out: Path) -> None:
         framework = build_framework(rt)
         for turn, (said, reply) in enumerate(exchanges, start=1):
             reply_now[0] = reply
-            await clock.advance(seconds=90)
+            await clock.advance(seconds=70)
             before = len(scripted.requests)
             message = InputObject(agent_id=AGENT, user_id="ann", room_id="room-ann", text=said)
             res = await framework.process(message, agent)
@@ -253,11 +275,11 @@ def purpose(body: dict[str, Any]) -> str:
 # -- the comparison ------------------------------------------------------------------------
 
 
-def run_on(code: Path, turns: int, budget: int, out: Path) -> list[dict[str, Any]]:
+def run_on(code: Path, talk: str, turns: int, budget: int, out: Path) -> list[dict[str, Any]]:
     """This script's ``--drive`` on the liz at ``code``; the chat requests it made."""
     env = {**os.environ, "PYTHONPATH": str(code)}
     command = [sys.executable, str(Path(__file__).resolve()), "--drive", str(out)]
-    command += ["--turns", str(turns), "--budget", str(budget)]
+    command += ["--conversation", talk, "--turns", str(turns), "--budget", str(budget)]
     subprocess.run(command, check=True, env=env, cwd=code)
     requests: list[dict[str, Any]] = json.loads(out.read_text())["requests"]
     return requests
@@ -303,31 +325,35 @@ def billed(pairs: list[tuple[int, int]], model: str) -> float:
     return statistics.mean(costs)
 
 
-def report(runs: dict[str, dict[str, Any]], budget: int) -> str:
-    rows = []
-    for name, run in runs.items():
-        pairs = counted(run["replies"])
-        shares = [cached / total for total, cached in pairs]
-        route_shares = [cached / total for total, cached in counted(run["routes"])]
-        prompt = statistics.mean(total for total, _ in pairs)
-        cells = [name, str(len(pairs)), f"{prompt:,.0f}", f"{statistics.median(shares):.3f}"]
-        cells += [f"{statistics.mean(shares):.3f}", f"{statistics.median(route_shares):.3f}"]
-        cells += [f"${billed(pairs, model) * 1000:.3f}" for model in PRICES]
-        rows.append(cells)
-    header = ["layout", "turns counted", "reply prompt (tokens)", "median share cached"]
-    header += ["mean share cached", "router: median share"]
+def report(runs: dict[str, tuple[dict[str, Any], dict[str, Any]]], reference: str) -> str:
+    """One row per conversation and layout, and the ratio of the billed input."""
+    header = ["conversation", "layout", "turns counted", "reply prompt (tokens)"]
+    header += ["median share cached", "mean share cached", "router: median share"]
     header += [f"billed input /1k turns, {m} (${p[0]}, ${p[1]})" for m, p in PRICES.items()]
-    (old, new) = (counted(run["replies"]) for run in runs.values())
-    ratios = [billed(new, model) / billed(old, model) for model in PRICES]
-    rows.append(["**ratio**", "", "", "", "", "", *(f"**{r:.2f}**" for r in ratios)])
+    header += ["recall: turns with the same facts"]
+    rows = []
+    for talk, (old, new) in runs.items():
+        for layout, run in ((f"reference ({reference})", old), ("this tree", new)):
+            pairs = counted(run["replies"])
+            shares = [cached / total for total, cached in pairs]
+            routes = [cached / total for total, cached in counted(run["routes"])]
+            cells = [talk, layout, str(len(pairs)), f"{statistics.mean(t for t, _ in pairs):,.0f}"]
+            cells += [f"{statistics.median(shares):.3f}", f"{statistics.mean(shares):.3f}"]
+            cells += [f"{statistics.median(routes):.3f}"]
+            cells += [f"${billed(pairs, model) * 1000:.3f}" for model in PRICES]
+            cells += [same_recall(old, new) if run is new else ""]
+            rows.append(cells)
+        before, after = counted(old["replies"]), counted(new["replies"])
+        ratios = [billed(after, model) / billed(before, model) for model in PRICES]
+        rows.append([talk, "**ratio**", "", "", "", "", "", *(f"**{r:.2f}**" for r in ratios), ""])
     return markdown_table(header, rows)
 
 
-def same_recall(runs: dict[str, dict[str, Any]]) -> str:
-    old, new = (run["facts"] for run in runs.values())
-    same = sum(old.get(turn) == facts for turn, facts in new.items())
-    shown = sum(len(facts) for facts in new.values())
-    return f"recall: the same facts in {same} of {len(new)} turns ({shown} facts shown in all)"
+def same_recall(old: dict[str, Any], new: dict[str, Any]) -> str:
+    """In how many turns the prompt showed the reference's recalled facts, and how many."""
+    same = sum(old["facts"].get(turn) == facts for turn, facts in new["facts"].items())
+    shown = sum(len(facts) for facts in new["facts"].values())
+    return f"{same} of {len(new['facts'])} ({shown} facts shown)"
 
 
 def main() -> None:
@@ -335,10 +361,11 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=80)
     parser.add_argument("--budget", type=int, default=4000, help="LIZ_CONTEXT_TOKENS")
     parser.add_argument("--reference", default="main", help="the commit whose layout to compare")
+    parser.add_argument("--conversation", choices=list(CONVERSATIONS), help=argparse.SUPPRESS)
     parser.add_argument("--drive", type=Path, help=argparse.SUPPRESS)  # one run, this process
     args = parser.parse_args()
     if args.drive is not None:
-        asyncio.run(drive(args.turns, args.budget, args.drive))
+        asyncio.run(drive(args.conversation or "chat", args.turns, args.budget, args.drive))
         return
     tree = BENCH.parent
     commit = subprocess.run(
@@ -348,23 +375,25 @@ def main() -> None:
         capture_output=True,
         text=True,
     ).stdout.strip()
+    runs = {}
     with scratch_folder("liz-bench-prompt-cache-") as folder:
         reference = folder / "reference"
         git = ["git", "-C", str(tree), "worktree"]
         subprocess.run([*git, "add", "--quiet", "--detach", str(reference), commit], check=True)
         try:
-            old = run_on(reference, args.turns, args.budget, folder / "reference.json")
+            for number, talk in enumerate(CONVERSATIONS):
+                old = run_on(
+                    reference, talk, args.turns, args.budget, folder / f"old-{number}.json"
+                )
+                new = run_on(tree, talk, args.turns, args.budget, folder / f"new-{number}.json")
+                runs[talk] = (measured(old), measured(new))
         finally:
             subprocess.run([*git, "remove", "--force", str(reference)], check=True)
-        new = run_on(tree, args.turns, args.budget, folder / "this-tree.json")
-    runs = {f"reference ({commit})": measured(old), "this tree": measured(new)}
     print(
-        f"Reply prompts over {args.turns} turns, LIZ_CONTEXT_TOKENS={args.budget}, "
-        "scripted model, facts on; an OpenAI-style prefix cache (liz.testing.prompt_cache):\n"
+        f"Reply prompts over {args.turns} turns, LIZ_CONTEXT_TOKENS={args.budget}, the "
+        "scripted model, facts on; shares an OpenAI-style prefix cache serves:\n"
     )
-    print(report(runs, args.budget))
-    print()
-    print(same_recall(runs))
+    print(report(runs, commit))
 
 
 if __name__ == "__main__":

@@ -19,8 +19,8 @@ def load_memories(limit: int = 100, tokens: int | None = None) -> Middleware:
 
     At most `limit` of them, and only the newest whose lines fit in `tokens`
     estimated tokens (default: the `LIZ_CONTEXT_TOKENS` setting; 0: no budget, the
-    last `limit`). Once the conversation outgrows the budget, the window moves in one
-    step and then holds between half and all of it (liz.context_window). The newest
+    last `limit`). Once the conversation outgrows the budget, the window moves in steps
+    of about half of it, every few turns (liz.context_window). The newest
     memory is kept even when it alone is longer than the budget: the conversation's
     last line is what the user's next message answers.
     """
