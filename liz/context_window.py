@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from functools import lru_cache
-from itertools import accumulate
 
-from liz.conversation import CACHED_LINES, line, line_tokens
+from liz.conversation import CACHED_LINES, line
+from liz.tokens import estimate_tokens
 from liz.types import Memory
 
 REACH = 0.25  # of the window: how far around an anchor no other hash may be higher
@@ -38,61 +39,96 @@ def conversation_window(memories: Sequence[Memory], budget: int, limit: int) -> 
     (Liz's rule, the last ``limit`` messages). The newest message is kept even when it
     alone is longer than the budget: it is what the user's new message answers.
     """
-    if budget == 0:
+    if budget == 0 or not memories:
         return list(memories)
-    fits = _fitting(memories, budget)
-    whole = len(memories) < limit  # the conversation's first message was read
-    if whole and len(fits) == len(memories):
-        return fits  # the whole conversation fits: it only grows
-    # Each message's share of a full window, by tokens or by count, whichever is more.
-    weights = [max(line_tokens(memory) / budget, 1 / limit) for memory in memories]
-    ranks = [_rank(line(memory)) for memory in memories]
-    ends = list(accumulate(weights))  # newest first: the share up to and with each message
-    for index in reversed(range(len(fits))):  # the oldest that fits first
-        if _is_anchor(index, weights, ends, ranks, whole):
-            return fits[: index + 1]
-    older_half = [index for index in range(len(fits)) if ends[index] > 0.5]
+    read = _Read(memories, budget, limit)
+    fits = read.fitting()
+    if read.whole and fits == len(memories):
+        return list(memories)  # the whole conversation fits: it only grows
+    for index in reversed(range(fits)):  # the oldest that fits first
+        if read.is_anchor(index):
+            return list(memories[: index + 1])
+    older_half = [index for index in range(fits) if read.end(index) > 0.5]
     if not older_half:
-        return fits
-    first = max(older_half, key=lambda index: (ranks[index], index))
-    return fits[: first + 1]
+        return list(memories[:fits])
+    first = max(older_half, key=lambda index: (read.rank(index), index))
+    return list(memories[: first + 1])
 
 
-def _fitting(memories: Sequence[Memory], budget: int) -> list[Memory]:
-    """The newest memories whose lines fit in ``budget`` (at least the newest one)."""
-    fits: list[Memory] = []
-    used = 0
-    for memory in memories:
-        used += line_tokens(memory)
-        if used > budget and fits:
-            break
-        fits.append(memory)
-    return fits
+@dataclass
+class _Read:
+    """The memories read (newest first), measured only as far as the window needs."""
 
+    memories: Sequence[Memory]
+    budget: int
+    limit: int
+    # Added up from the newest, for messages 0 to i: their tokens, and their share of a
+    # full window (each message's by tokens or by count, whichever is more).
+    token_ends: list[int] = field(default_factory=list)
+    ends: list[float] = field(default_factory=list)
+    ranks: list[bytes] = field(default_factory=list)
 
-def _is_anchor(
-    index: int, weights: list[float], ends: list[float], ranks: list[bytes], whole: bool
-) -> bool:
-    """Whether the message at ``index`` has the highest hash within REACH around it, and
-    every message within REACH is known (said already, and read)."""
-    starts_at = ends[index] - weights[index]  # the share said after it
-    if starts_at < REACH:
-        return False  # messages still to come may have a higher hash
-    if not whole and ends[-1] - ends[index] < REACH:
-        return False  # older messages within reach were not read
-    newer = index - 1
-    while newer >= 0 and starts_at - (ends[newer] - weights[newer]) <= REACH:
-        if ranks[newer] >= ranks[index]:
-            return False
-        newer -= 1
-    older = index + 1
-    while older < len(ranks) and (ends[older] - weights[older]) - starts_at <= REACH:
-        if ranks[older] >= ranks[index]:
-            return False
-        older += 1
-    return True
+    @property
+    def whole(self) -> bool:
+        """Whether the conversation's first message was read."""
+        return len(self.memories) < self.limit
+
+    def fitting(self) -> int:
+        """How many of the newest fit in the budget (at least one)."""
+        count = 1
+        while count < len(self.memories) and self.tokens(count) <= self.budget:
+            count += 1
+        return count
+
+    def _measure_to(self, index: int) -> None:
+        while len(self.ends) <= index:
+            tokens, rank = _measure(line(self.memories[len(self.ends)]))
+            weight = max(tokens / self.budget, 1 / self.limit)
+            self.token_ends.append((self.token_ends[-1] if self.token_ends else 0) + tokens)
+            self.ends.append((self.ends[-1] if self.ends else 0.0) + weight)
+            self.ranks.append(rank)
+
+    def tokens(self, index: int) -> int:
+        if index >= len(self.ends):
+            self._measure_to(index)
+        return self.token_ends[index]
+
+    def end(self, index: int) -> float:
+        if index >= len(self.ends):
+            self._measure_to(index)
+        return self.ends[index]
+
+    def start(self, index: int) -> float:
+        """The share said after message ``index``."""
+        return self.end(index - 1) if index else 0.0
+
+    def rank(self, index: int) -> bytes:
+        if index >= len(self.ends):
+            self._measure_to(index)
+        return self.ranks[index]
+
+    def is_anchor(self, index: int) -> bool:
+        """Whether message ``index`` has the highest hash within REACH around it, and
+        every message within REACH is known (said already, and read)."""
+        at = self.start(index)
+        if at < REACH:
+            return False  # messages still to come may have a higher hash
+        mine = self.rank(index)
+        newer = index - 1
+        while newer >= 0 and at - self.start(newer) <= REACH:
+            if self.ranks[newer] >= mine:
+                return False
+            newer -= 1
+        older = index + 1
+        while older < len(self.memories) and self.start(older) - at <= REACH:
+            if self.rank(older) >= mine:
+                return False
+            older += 1
+        # Ran out of read messages within reach: older ones, unread, might outrank it.
+        return older < len(self.memories) or self.whole
 
 
 @lru_cache(maxsize=CACHED_LINES)
-def _rank(text: str) -> bytes:
-    return hashlib.blake2b(text.encode(), digest_size=8).digest()
+def _measure(text: str) -> tuple[int, bytes]:
+    """A conversation line's estimated tokens, and its hash."""
+    return estimate_tokens(text), hashlib.blake2b(text.encode(), digest_size=8).digest()
