@@ -98,6 +98,11 @@ async def test_tools_and_the_answers_schema_are_read_before_the_messages() -> No
 # -- the layout ---------------------------------------------------------------------------
 
 
+def router_or_reply(request: RecordedRequest) -> Any:
+    """The scripted model's pick of a route; a plain reply (no tool call) to the rest."""
+    return answer(request) if request.schema_name else "Sure."
+
+
 def make_agent() -> BaseAgent:
     """Six lines of each list, so the character is sampled; a tool; two routes."""
     character = Character.model_validate(
@@ -138,7 +143,7 @@ def stable_part(request: RecordedRequest) -> str:
 async def test_the_character_and_tools_are_the_same_first_bytes_for_every_turn_and_user(
     database_url: str, engine: AsyncEngine, llm: LLMClient, scripted: ScriptedOpenAI
 ) -> None:
-    scripted.respond_with(answer)
+    scripted.respond_with(router_or_reply)
     settings = Settings(_env_file=None, database_url=database_url)  # type: ignore[call-arg]
     clock = ManualClock(datetime(2026, 3, 2, 9, 0, tzinfo=UTC))
     runtime = Runtime(settings=settings, engine=engine, llm_client=llm, clock=clock)
@@ -197,7 +202,7 @@ async def test_the_same_facts_reach_the_prompt_after_the_conversation(
     expected = [f.text for f in await store.search(text, agent.agent_id, "ann")]
     assert expected  # the question matches what was seeded
 
-    scripted.respond_with(answer)
+    scripted.respond_with(router_or_reply)
     settings = Settings(_env_file=None, database_url=database_url)  # type: ignore[call-arg]
     runtime = Runtime(settings=settings, engine=engine, llm_client=llm, facts=store)
     res = await build_framework(runtime).process(
@@ -233,7 +238,7 @@ async def test_anthropic_models_through_openrouter_get_a_breakpoint_where_the_ch
     database_url: str, engine: AsyncEngine, model: str
 ) -> None:
     scripted = ScriptedOpenAI()
-    scripted.respond_with(answer)
+    scripted.respond_with(router_or_reply)
     settings = Settings(_env_file=None, database_url=database_url)  # type: ignore[call-arg]
     async with openrouter_client(scripted, model) as llm:
         runtime = Runtime(settings=settings, engine=engine, llm_client=llm)
