@@ -115,7 +115,6 @@ async def prompt_tokens(
     runtime = Runtime(settings=settings, engine=engine, llm_client=llm)
     framework = build_framework(runtime)
     agent = create_agent()
-    agent.rng = random.Random(1)  # the same character samples on both sides
     counts = []
     try:
         for said, answer in exchanges:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
+from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from liz.character import Character
@@ -39,11 +40,9 @@ class BaseAgent:
         character: Character,
         *,
         templates: PromptTemplates | None = None,
-        rng: random.Random | None = None,
     ) -> None:
         self.character = character
         self.templates = templates or default_templates
-        self.rng = rng or random.Random()
         self._routes: dict[str, Route] = {}
         # Steps only this agent's inputs run through, after the app's own.
         self.middleware: list[Middleware] = []
@@ -161,23 +160,33 @@ class BaseAgent:
     def get_system_prompt(self) -> str:
         return self.character.system
 
-    def get_agent_context(self) -> str:
-        """The character as tagged blocks, with up to three random samples of each list."""
+    def get_agent_context(self, today: date | None = None) -> str:
+        """The character as tagged blocks, with up to three of each list: the same all day.
+
+        The selection is seeded by the agent's id and the UTC day (``today``, by default
+        the current one), so every turn of every user on one day, in every process, gets
+        the same text: the stable start of each prompt that providers cache. A selection
+        drawn anew each turn would end the cached part at the first sampled line.
+        """
         c = self.character
+        day = (today or datetime.now(UTC).date()).isoformat()
         return self.templates.render(
             "agent_context.j2",
             name=c.name,
             system=c.system,
-            bio=self._sample(c.bio),
-            lore=self._sample(c.lore),
-            message_examples=self._sample(c.message_examples),
-            post_examples=self._sample(c.post_examples),
-            topics=self._sample(c.topics),
-            style=self._sample(c.style.all + c.style.chat),
-            adjectives=self._sample(c.adjectives),
+            bio=self._sample(c.bio, "bio", day),
+            lore=self._sample(c.lore, "lore", day),
+            message_examples=self._sample(c.message_examples, "message_examples", day),
+            post_examples=self._sample(c.post_examples, "post_examples", day),
+            topics=self._sample(c.topics, "topics", day),
+            style=self._sample(c.style.all + c.style.chat, "style", day),
+            adjectives=self._sample(c.adjectives, "adjectives", day),
         )
 
-    def _sample(self, items: Sequence[T]) -> list[T]:
+    def _sample(self, items: Sequence[T], field: str, day: str) -> list[T]:
+        """Three of ``items``, in the character's order, the same for the agent all ``day``."""
         if len(items) <= SAMPLE_SIZE:
             return list(items)
-        return self.rng.sample(list(items), SAMPLE_SIZE)
+        # A string seed is hashed with SHA-512: the same draw in every process.
+        draw = random.Random(f"{self.agent_id}\n{field}\n{day}")
+        return [items[index] for index in sorted(draw.sample(range(len(items)), SAMPLE_SIZE))]

@@ -11,6 +11,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import date
 from typing import TYPE_CHECKING, Any, Protocol
 
 from liz.caller_errors import as_liz_error
@@ -69,7 +70,7 @@ class Agent(Protocol):
 
     def get_system_prompt(self) -> str: ...
 
-    def get_agent_context(self) -> str: ...
+    def get_agent_context(self, today: date | None = None) -> str: ...
 
 
 @dataclass

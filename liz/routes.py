@@ -34,7 +34,7 @@ async def write_tweet(req: AgentRequest, res: AgentResponse) -> None:
     prompt = req.agent.templates.render(
         "tweet.j2",
         name=character.name,
-        agent_context=req.agent.get_agent_context(),
+        agent_context=req.agent.get_agent_context(req.runtime.clock.now().date()),
         post_style=character.style.all + character.style.post,
         recent_posts=[m.text for m in req.memories if m.generator == "llm"][:5],
         instruction=req.input.text or "",

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-import random
+import subprocess
+import sys
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -62,14 +64,36 @@ def test_duplicate_route_names_are_refused() -> None:
     assert [r.name for r in agent.get_routes()] == ["conversation", "create_new_tweet"]
 
 
-def test_context_has_every_block_and_samples_three_with_a_seeded_random() -> None:
-    first = BaseAgent(character(), rng=random.Random(7)).get_agent_context()
-    again = BaseAgent(character(), rng=random.Random(7)).get_agent_context()
-    assert first == again
+def test_context_has_every_block_and_samples_three_in_the_characters_order() -> None:
+    context = BaseAgent(character()).get_agent_context(date(2026, 3, 2))
     for tag in ("SYSTEM_PROMPT", "BIO_CONTEXT", "LORE_CONTEXT", "INTERESTS", "STYLE_GUIDELINES"):
-        assert f"<{tag}>" in first and f"</{tag}>" in first
-    assert sum(f"bio {i}" in first for i in range(6)) == 3
-    assert "You are Ada." in first
+        assert f"<{tag}>" in context and f"</{tag}>" in context
+    shown = [i for i in range(6) if f"bio {i}" in context]
+    assert len(shown) == 3
+    assert [context.index(f"bio {i}") for i in shown] == sorted(
+        context.index(f"bio {i}") for i in shown
+    )
+    assert "You are Ada." in context
+
+
+def test_the_sampled_character_is_the_same_all_day_in_every_process() -> None:
+    """The character is the stable start of every prompt: no draw of its own per turn."""
+    day = date(2026, 3, 2)
+    first = BaseAgent(character()).get_agent_context(day)
+    assert all(BaseAgent(character()).get_agent_context(day) == first for _ in range(20))
+    script = (
+        "from datetime import date; from liz.agent import BaseAgent; "
+        "from tests.test_agent import character; "
+        "print(BaseAgent(character()).get_agent_context(date(2026, 3, 2)), end='')"
+    )
+    other_process = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    assert other_process.stdout == first
+    # Another day, or another agent, draws its own three of the six bio lines.
+    days = {BaseAgent(character()).get_agent_context(day.replace(day=d)) for d in range(1, 29)}
+    agents = {BaseAgent(character(agentId=f"ada-{n}")).get_agent_context(day) for n in range(20)}
+    assert len(days) > 1 and len(agents) > 1
 
 
 def test_empty_blocks_are_left_out() -> None:

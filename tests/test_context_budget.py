@@ -1,4 +1,6 @@
-"""LIZ_CONTEXT_TOKENS: the prompt keeps the newest messages that fit; the oldest go first."""
+"""LIZ_CONTEXT_TOKENS: the prompt keeps the newest messages that fit; the oldest go first,
+in steps: the window keeps its first message for many turns, so the provider's prompt
+cache serves the conversation too."""
 
 from __future__ import annotations
 
@@ -12,12 +14,15 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from liz.agent import BaseAgent
 from liz.bootstrap import build_framework
 from liz.config import Settings
+from liz.db.engine import create_engine
 from liz.db.memories import insert_memory
 from liz.errors import UsageError
 from liz.facts.store import FactStore
 from liz.llm import LLMClient
 from liz.middleware import load_memories
 from liz.runtime import Runtime
+from liz.testing.clock import ManualClock
+from liz.testing.openai_requests import RecordedRequest
 from liz.testing.openai_server import ScriptedOpenAI
 from liz.tokens import estimate_tokens
 from liz.types import Generator, InputObject, Memory
@@ -100,7 +105,8 @@ async def test_over_budget_the_prompt_keeps_the_newest_messages_and_drops_the_ol
 ) -> None:
     await remember(sessions, agent, *(said(number) for number in range(10)))
     prompt = await ask(350, "What did we decide?")
-    assert shown(prompt, 10) == [7, 8, 9]
+    # Three fit in the budget; the window holds more than half of it.
+    assert shown(prompt, 10) in ([7, 8, 9], [8, 9])
     assert "What did we decide?" in section(prompt, "CURRENT_USER_INPUT")
 
 
@@ -112,8 +118,9 @@ async def test_the_conversation_block_fits_the_budget(
     await remember(sessions, agent, *(said(number) for number in range(100)))
     prompt = await ask(1000, "And now?")
     conversation = section(prompt, "PREVIOUS_CONVERSATION")
-    assert 900 < estimate_tokens(conversation) <= 1000
-    assert shown(prompt, 100)[-1] == 99
+    assert 500 < estimate_tokens(conversation) <= 1000
+    kept = shown(prompt, 100)
+    assert kept == list(range(kept[0], 100))
 
 
 @pytest.mark.anyio
@@ -154,6 +161,58 @@ async def test_what_the_dropped_messages_taught_stays_in_the_prompt_as_facts(
     prompt = await ask(350, "Where is my bakery again?", store)
     assert "My bakery is in Lisbon." not in prompt
     assert "User's bakery is in Lisbon" in section(prompt, "USER_FACTS")
+
+
+@pytest.mark.anyio
+@on_sqlite
+async def test_the_window_moves_in_steps_within_the_budget_the_same_in_two_processes(
+    database_url: str, llm: LLMClient, scripted: ScriptedOpenAI, agent: BaseAgent
+) -> None:
+    """Two runtimes on one database take turns with one user: every prompt's conversation
+    fits the budget, and its first message changes on a few turns only, between which
+    each prompt's conversation starts with the whole of the previous one."""
+    budget = 600
+    settings = Settings(_env_file=None, database_url=database_url, liz_context_tokens=budget)  # type: ignore[call-arg]
+    clock = ManualClock(START)
+    engines = [create_engine(database_url), create_engine(database_url)]
+    frameworks = [
+        build_framework(Runtime(settings=settings, engine=engine, llm_client=llm, clock=clock))
+        for engine in engines
+    ]
+
+    async def reply(request: RecordedRequest) -> str:
+        await clock.advance(seconds=5)  # the reply comes after the message it answers
+        return "Noted, and the rent too."
+
+    scripted.respond_with(reply)
+    conversations = []
+    try:
+        for turn in range(60):
+            await clock.advance(seconds=60)
+            text = f"message-{turn:03d} about the bakery"
+            message = InputObject(agent_id=agent.agent_id, user_id="ada", text=text)
+            res = await frameworks[turn % 2].process(message, agent)
+            assert res.reply is not None, res.error
+            prompt = scripted.chat_requests[-1].prompt
+            conversations.append(section(prompt, "PREVIOUS_CONVERSATION").lstrip())
+    finally:
+        for engine in engines:
+            await engine.dispose()
+    assert all(estimate_tokens(c) <= budget for c in conversations)
+    over_budget = [turn for turn, c in enumerate(conversations) if "message-000" not in c][1:]
+    assert len(over_budget) > 30  # the conversation outgrew the budget halfway
+    moved = [
+        turn
+        for turn in over_budget
+        if conversations[turn].split("\n")[0] != conversations[turn - 1].split("\n")[0]
+    ]
+    # Anchors lie at least a quarter of the budget apart: a move every few turns at most.
+    assert 2 <= len(moved) <= len(over_budget) // 4
+    for turn in range(1, len(conversations)):
+        if turn not in moved:  # the window kept its start: the conversation only grew
+            assert conversations[turn].startswith(conversations[turn - 1])
+        else:  # it moved in one step, and still holds more than a quarter of the budget
+            assert estimate_tokens(conversations[turn]) > budget / 4
 
 
 def test_a_negative_budget_is_one_line_naming_the_setting(tmp_path: Path) -> None:

@@ -145,12 +145,12 @@ def test_our_own_rendered_sections_nest_intact() -> None:
     )
     assert isinstance(context, PromptText)
     assert sections(context) == [
-        "<PREVIOUS_CONVERSATION>",
-        "</PREVIOUS_CONVERSATION>",
         "<AGENT_CONTEXT>",
         "<SYSTEM_PROMPT>",
         "</SYSTEM_PROMPT>",
         "</AGENT_CONTEXT>",
+        "<PREVIOUS_CONVERSATION>",
+        "</PREVIOUS_CONVERSATION>",
         "<CURRENT_USER_INPUT>",
         "</CURRENT_USER_INPUT>",
     ]

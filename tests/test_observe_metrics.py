@@ -19,7 +19,7 @@ from liz.learning_queue.tables import PENDING, LearningJobRecord
 from liz.observe.metrics import exposition
 from liz.runtime import Runtime
 from liz.testing.openai_server import ScriptedOpenAI
-from liz.testing.openai_wire import word_count
+from liz.testing.prompt_cache import prompt_tokens
 from liz.testing.scripted_model import answer
 from tests.test_edge_auth import API_KEY, bearer, message
 from tests.test_edge_traces import guarded_client
@@ -74,9 +74,9 @@ async def test_metrics_count_turns_llm_calls_and_tokens(
         before, "liz_llm_calls_total", **call
     )
     assert calls == 3
-    # The tokens are the scripted model's reported usage: words in, words out.
+    # The tokens are the scripted model's reported usage (liz.testing.prompt_cache).
     replies = [r for r in scripted.chat_requests if r.body["model"] == "scripted-large"][-3:]
-    prompt_words = sum(word_count(r.prompt) for r in replies)
+    prompt_words = sum(prompt_tokens(r.body) for r in replies)
     tokens_in = value(after, "liz_llm_tokens_total", **call, direction="input") - value(
         before, "liz_llm_tokens_total", **call, direction="input"
     )

@@ -15,8 +15,10 @@ from liz.agent import BaseAgent
 from liz.cli import app as cli
 from liz.runtime import Runtime
 from liz.testing.openai_server import ScriptedOpenAI
-from liz.testing.openai_wire import as_content, word_count
+from liz.testing.openai_wire import as_content
+from liz.testing.prompt_cache import prompt_tokens
 from liz.testing.scripted_model import answer
+from liz.tokens import estimate_tokens
 from tests.test_edge_auth import API_KEY, bearer, message
 from tests.test_edge_traces import guarded_client
 
@@ -41,11 +43,11 @@ async def guarded(
 
 
 def reported(scripted: ScriptedOpenAI) -> tuple[int, int]:
-    """The tokens the scripted model reported for its chat answers: words in, words out."""
+    """The tokens the scripted model reported for its chat answers: in and out."""
     chats = scripted.chat_requests
     return (
-        sum(word_count(r.prompt) for r in chats),
-        sum(word_count(as_content(answer(r))) for r in chats),
+        sum(prompt_tokens(r.body) for r in chats),
+        sum(estimate_tokens(as_content(answer(r))) for r in chats),
     )
 
 

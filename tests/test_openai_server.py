@@ -39,8 +39,8 @@ async def test_chat_completion_is_well_formed_and_echoes_the_model(scripted):
     assert completion.id.startswith("chatcmpl-")
     assert completion.choices[0].message.content == "Bonjour"
     assert completion.choices[0].finish_reason == "stop"
-    assert completion.usage.completion_tokens == 1
-    assert completion.usage.total_tokens == completion.usage.prompt_tokens + 1
+    assert completion.usage.completion_tokens == 2  # 7 bytes, 4 a token
+    assert completion.usage.total_tokens == completion.usage.prompt_tokens + 2
 
 
 async def test_answers_are_used_in_order_then_the_responder_decides(scripted):
@@ -214,7 +214,7 @@ async def test_streaming_over_http_is_real_sse_ending_with_done(scripted):
     )
     assert text == "streams come in pieces"
     assert chunks[-2]["choices"][0]["finish_reason"] == "stop"
-    assert chunks[-1]["usage"]["completion_tokens"] == 4
+    assert chunks[-1]["usage"]["completion_tokens"] == 6  # 22 bytes, 4 a token
 
 
 async def test_sdk_streaming_over_http_arrives_in_order(scripted):

@@ -15,7 +15,8 @@ import pytest
 from liz.agent import BaseAgent
 from liz.testing.clock import ManualClock
 from liz.testing.openai_server import ScriptedOpenAI, call_tool
-from liz.testing.openai_wire import word_count
+from liz.testing.prompt_cache import prompt_tokens
+from liz.tokens import estimate_tokens
 from liz.types import InputObject, InputSource
 from tests.tools_world import (
     _no_facts,
@@ -316,7 +317,7 @@ def test_a_decided_turns_tokens_are_counted_in_the_usage_table(database_url: str
     (ann,) = usage.json()["usage"]
     # The turn that asked and the decided turn that replied: one chat call each.
     assert ann["key"] == "ann" and ann["calls"] == len(shop.scripted.chat_requests) == 2
-    # The scripted model reports words as tokens.
-    assert ann["inputTokens"] == sum(word_count(r.prompt) for r in shop.scripted.chat_requests)
+    # The scripted model reports tokens as liz estimates them (liz.testing.prompt_cache).
+    assert ann["inputTokens"] == sum(prompt_tokens(r.body) for r in shop.scripted.chat_requests)
     said = ("I can refund that.", "Done: 12.5 refunded on A1.")
-    assert ann["outputTokens"] == sum(word_count(text) for text in said)
+    assert ann["outputTokens"] == sum(estimate_tokens(text) for text in said)

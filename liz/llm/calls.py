@@ -24,6 +24,7 @@ import openai
 from openai import AsyncOpenAI, AsyncStream
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
+from liz.llm.cache_marks import marks_cache, with_cache_mark
 from liz.llm.chat_answers import ChatAnswer, read_chat_answer
 from liz.llm.embedding_answers import Vector, read_embeddings_answer
 from liz.llm.errors import translate_openai_error
@@ -42,11 +43,14 @@ async def complete(
     response_format: dict[str, Any] | None = None,
 ) -> ChatAnswer:
     """One chat completion, whole."""
-    body: dict[str, Any] = {"model": model, "messages": messages, "stream": False}
-    if temperature is not None:
-        body["temperature"] = temperature
+    # What is the same on every call (the answer's schema) before the messages, so the
+    # body as sent starts with the part a provider's prompt cache can serve.
+    body: dict[str, Any] = {"model": model}
     if response_format is not None:
         body["response_format"] = response_format
+    body.update(messages=sent_messages(client, model, messages), stream=False)
+    if temperature is not None:
+        body["temperature"] = temperature
     log.debug("chat completion: model %s, %d messages", model, len(messages))
     record_llm_call(model, messages, streamed=False, response_format=response_format)
     with llm_call(
@@ -64,6 +68,16 @@ async def post_chat(client: AsyncOpenAI, model: str, body: dict[str, Any]) -> Ch
     except openai.OpenAIError as exc:
         raise translate_openai_error(exc, model=model) from exc
     return read_chat_answer(content, model=model)
+
+
+def sent_messages(
+    client: AsyncOpenAI, model: str, messages: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """``messages`` as the request sends them: with the cache breakpoint where the
+    endpoint and model need one (liz.llm.cache_marks)."""
+    if marks_cache(str(client.base_url), model):
+        return with_cache_mark(messages)
+    return messages
 
 
 def server(client: AsyncOpenAI) -> tuple[str | None, int | None]:
@@ -100,7 +114,7 @@ async def stream_deltas(
     """One chat completion, streamed: its text deltas as they arrive."""
     body: dict[str, Any] = {
         "model": model,
-        "messages": messages,
+        "messages": sent_messages(client, model, messages),
         "stream": True,
         "stream_options": {"include_usage": True},  # the last chunk carries the usage
     }

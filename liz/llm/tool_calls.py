@@ -14,7 +14,7 @@ import openai
 from openai import AsyncOpenAI, AsyncStream
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
-from liz.llm.calls import post_chat, read_chunk, read_completion, server
+from liz.llm.calls import post_chat, read_chunk, read_completion, sent_messages, server
 from liz.llm.chat_answers import RequestedCall
 from liz.llm.errors import translate_openai_error
 from liz.observe.genai import LLMCallRecord, llm_call
@@ -47,11 +47,13 @@ async def tool_step(
     on_text: TextSink | None = None,
 ) -> ToolStep:
     """Ask once, offering ``tools``; streamed when ``on_text`` is given."""
-    body: dict[str, Any] = {"model": model, "messages": messages, "stream": on_text is not None}
-    if on_text is not None:
-        body["stream_options"] = {"include_usage": True}
+    # The tools before the messages: the body as sent starts with what every turn repeats.
+    body: dict[str, Any] = {"model": model}
     if tools:
         body["tools"] = tools
+    body.update(messages=sent_messages(client, model, messages), stream=on_text is not None)
+    if on_text is not None:
+        body["stream_options"] = {"include_usage": True}
     record_llm_call(model, messages, streamed=on_text is not None)
     with llm_call("chat", model, messages=messages, server=server(client)) as record:
         if on_text is None:

@@ -27,6 +27,8 @@ call tools (function calling, whole or streamed). With the queue empty,
 the request fails with a 500 saying so.
 ``fail_next(status)`` fails the next requests of any kind, before the queue is used,
 to exercise retries. The server is thread-safe: ``serve()`` runs it in its own thread.
+Each answer's ``usage`` reports the prompt tokens an OpenAI-style prefix cache would
+serve (``prompt_tokens_details.cached_tokens``; liz.testing.prompt_cache).
 """
 
 from __future__ import annotations
@@ -70,6 +72,7 @@ from liz.testing.openai_wire import (
     usage,
     with_cached_tokens,
 )
+from liz.testing.prompt_cache import PrefixCache, prompt_tokens
 from liz.testing.threaded_server import serve_in_thread
 
 if TYPE_CHECKING:
@@ -109,6 +112,8 @@ class ScriptedOpenAI:
         self._responder: Responder | None = None
         self._cached_tokens: int | None = None
         self._ids = itertools.count(1)
+        # What an OpenAI-style prompt cache would serve of each chat request's prompt.
+        self.prefix_cache = PrefixCache()
         self.app = Starlette(
             routes=[
                 Route("/v1/chat/completions", self._chat, methods=["POST"]),
@@ -221,7 +226,9 @@ class ScriptedOpenAI:
             return error_response(answer.status, answer.message, answer.retry_after)
         content = as_content(answer)
         completion_id = f"chatcmpl-scripted-{next(self._ids)}"
-        token_usage: dict[str, Any] = usage(recorded.prompt, content)
+        token_usage: dict[str, Any] = usage(
+            prompt_tokens(body), self.prefix_cache.cached_tokens(body["model"], body), content
+        )
         if self._cached_tokens is not None:
             token_usage = with_cached_tokens(token_usage, self._cached_tokens)
         calls = tool_call_items(completion_id, answer) if isinstance(answer, ToolCalls) else None

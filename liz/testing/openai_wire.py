@@ -1,6 +1,8 @@
 """OpenAI's JSON shapes as ScriptedOpenAI writes them: completions, chunks, embeddings, errors.
 
-Word counts stand in for tokens (deterministic, and no tokenizer download), and an
+A chat answer's tokens are estimated as liz budgets them, four bytes of UTF-8 a token,
+its cached prompt tokens as a prefix cache would serve them (liz.testing.prompt_cache);
+an embeddings request's tokens are its words. No tokenizer download either way. An
 embedding is a hashed bag of words, so texts that share words are close.
 """
 
@@ -21,6 +23,7 @@ from pydantic import BaseModel
 from starlette.responses import JSONResponse
 
 from liz.testing.openai_requests import Answer, ToolCalls
+from liz.tokens import estimate_tokens
 
 _WORD = re.compile(r"\w+")
 _STREAM_PIECE = re.compile(r"\s*\S+|\s+$")
@@ -78,13 +81,14 @@ def as_content(answer: Answer) -> str:
     return json.dumps(answer)
 
 
-def usage(prompt: str, content: str) -> dict[str, int]:
-    prompt_tokens = word_count(prompt)
-    completion_tokens = word_count(content)
+def usage(prompt_tokens: int, cached_tokens: int, content: str) -> dict[str, Any]:
+    """A chat answer's usage: tokens as liz estimates them (liz.testing.prompt_cache)."""
+    completion_tokens = estimate_tokens(content)
     return {
         "prompt_tokens": prompt_tokens,
         "completion_tokens": completion_tokens,
         "total_tokens": prompt_tokens + completion_tokens,
+        "prompt_tokens_details": {"cached_tokens": cached_tokens},
     }
 
 
