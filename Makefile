@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 # `make serve` installs what the README's paths need (the Twitter/X bot included; PostgreSQL
-# is one line more: pip install 'liz[postgres]'); `make test` adds the test and lint tools.
+# is one line more: pip install 'liz-agents[postgres]'); `make test` adds the test and lint tools.
 STAMP := $(VENV)/.installed-serve
 DEV_STAMP := $(VENV)/.installed-dev
 

@@ -4,16 +4,25 @@
     uvicorn --factory liz.asgi:app_from_env --workers 4
 
 ``app_from_env`` serves ``LIZ_APP`` (``MODULE:ATTRIBUTE``) when set, else the agents of
-``LIZ_AGENTS_DIR`` (default: the bundled agents) with the standard chain.
+``LIZ_AGENTS_DIR`` (default: the bundled agents) with the standard chain. With
+``LIZ_SCRIPTED_LLM=true`` liz's scripted model answers, as for ``liz serve --scripted``.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 
 from liz.app import App
 from liz.target import load_app
 
+logger = logging.getLogger(__name__)
+
 
 def app_from_env() -> App:
-    return load_app(os.environ.get("LIZ_APP") or None)
+    app = load_app(os.environ.get("LIZ_APP") or None)
+    if app.settings.liz_scripted_llm:
+        from liz.llm.scripted_endpoint import SCRIPTED_NOTICE
+
+        logger.warning(SCRIPTED_NOTICE)
+    return app

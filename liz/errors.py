@@ -109,7 +109,8 @@ class LLMNotConfigured(LLMError):
     def __init__(self) -> None:
         super().__init__(
             "no LLM is configured: set OPENAI_API_KEY (OpenAI), OPENROUTER_API_KEY "
-            "(OpenRouter) or OPENAI_BASE_URL (a local OpenAI-compatible server)"
+            "(OpenRouter) or OPENAI_BASE_URL (a local OpenAI-compatible server); "
+            "without a key, set LIZ_SCRIPTED_LLM=true (or pass --scripted) for liz's scripted model"
         )
 
 

@@ -52,3 +52,11 @@ def test_the_new_edge_settings_are_read_from_env_example_as_written() -> None:
     settings = liz.config.Settings(_env_file=ENV_EXAMPLE)  # type: ignore[call-arg]
     assert settings.liz_allowed_hosts == [] and settings.liz_cors_origins == []
     assert not settings.liz_allow_open and not settings.liz_traces_for_users
+
+
+def test_env_example_names_each_setting_once() -> None:
+    """A second line for the same name silently overrides the first one an operator edits."""
+    # A setting's line, or one commented out; "#   NAME=..." lines are examples of a value.
+    named = re.findall(r"^(?:# ?)?([A-Z][A-Z0-9_]+)=", ENV_EXAMPLE.read_text(), re.MULTILINE)
+    twice = sorted({name for name in named if named.count(name) > 1})
+    assert not twice, f"named more than once in .env.example: {', '.join(twice)}"

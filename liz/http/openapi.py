@@ -15,6 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from liz.distribution import DISTRIBUTION
 from liz.facts.http import FACTS as FACTS_ROUTE
 from liz.http.approvals_openapi import TOOL_SSE_EVENTS, approval_operations
 from liz.http.openapi_schemas import SCHEMAS, Schema, ref, string
@@ -313,7 +314,7 @@ def openapi_document(routes: list[BaseRoute]) -> dict[str, Any]:
 
 def _liz_version() -> str:
     try:
-        return version("liz")
+        return version(DISTRIBUTION)
     except PackageNotFoundError:  # running from a source tree that was never installed
         return "0+unknown"
 
