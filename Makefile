@@ -25,6 +25,7 @@ migrate: $(STAMP)
 	$(BIN)/liz db upgrade
 
 serve: migrate
+	@echo "make serve: the liz command is $(BIN)/liz (or run . $(BIN)/activate first); no LLM key? LIZ_SCRIPTED_LLM=true make serve"
 	$(BIN)/liz serve
 
 lint: $(DEV_STAMP)
@@ -44,10 +45,11 @@ test: $(DEV_STAMP)
 	$(MAKE) lint typecheck docs-build
 	$(BIN)/pytest
 
-# The docs site (MkDocs): `make docs` serves it on 127.0.0.1:8000 and rebuilds on each edit;
+# The docs site (MkDocs): `make docs` serves it on 127.0.0.1:8000 (`make docs PORT=8001`: another
+# port) and rebuilds on each edit;
 # `make docs-build` fails on a broken link or reference, as `make test` does.
 docs: $(DEV_STAMP)
-	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --dev-addr 127.0.0.1:8000
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --dev-addr 127.0.0.1:$(or $(PORT),8000)
 
 docs-build: $(DEV_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir .site

@@ -20,9 +20,10 @@ from liz.cli.failing import reported
 
 
 @contextmanager
-def scripted_llm_if_asked(flag: bool) -> Iterator[bool]:
+def scripted_llm_if_asked(flag: bool, *, announce: bool = True) -> Iterator[bool]:
     """With ``flag``, ``LIZ_SCRIPTED_LLM=true`` for the block; yields whether the scripted
-    model answers. Settings are read (and a bad one fails) before anything starts."""
+    model answers (and, with ``announce``, says so on stderr). Settings are read (and a bad
+    one fails) before anything starts."""
     from liz.config import Settings
     from liz.llm.scripted_endpoint import SCRIPTED_NOTICE, check_scripted_alone
     from liz.settings_errors import load_settings
@@ -35,7 +36,7 @@ def scripted_llm_if_asked(flag: bool) -> Iterator[bool]:
             settings = load_settings(Settings)
             if settings.liz_scripted_llm:
                 check_scripted_alone(settings)
-        if settings.liz_scripted_llm:
+        if settings.liz_scripted_llm and announce:
             typer.echo(SCRIPTED_NOTICE, err=True)
         yield settings.liz_scripted_llm
     finally:
