@@ -192,3 +192,26 @@ def test_a_misspelt_setting_in_dotenv_gets_one_line_naming_the_right_one(tmp_pat
     warnings = [line for line in result.stderr.splitlines() if "LIZ_SCRIPTD_LLM" in line]
     assert len(warnings) == 1, result.stderr
     assert "did you mean LIZ_SCRIPTED_LLM?" in warnings[0]
+
+
+def test_a_misspelt_character_field_gets_one_line_in_python_and_in_json(tmp_path: Path) -> None:
+    (tmp_path / "tutor.py").write_text(
+        "from liz import App, BaseAgent, Character\n"
+        "from liz.routes import conversation\n"
+        "tutor = BaseAgent(Character(agent_id='tutor', name='Tu', sytem='You teach.'))\n"
+        "tutor.add_route(conversation)\n"
+        "app = App([tutor])\n"
+    )
+    folder = tmp_path / "agents"
+    folder.mkdir()
+    (folder / "quill.json").write_text(
+        '{"agentId": "quill", "name": "Quill", "bio": ["writes"], "sytem": "You write."}'
+    )
+    env = {**database(tmp_path), "LIZ_SCRIPTED_LLM": "true"}
+    in_python = liz("chat", "tutor:app", env=env, cwd=tmp_path, stdin="Hi\n")
+    in_json = liz("chat", "--agents", str(folder), env=env, cwd=tmp_path, stdin="Hi\n")
+    for result, where in ((in_python, "character 'tutor'"), (in_json, "quill.json")):
+        assert result.returncode == 0, result.stderr
+        lines = [line for line in result.stderr.splitlines() if "sytem" in line]
+        assert len(lines) == 1 and where in lines[0], result.stderr
+        assert "sytem (did you mean system?)" in lines[0]

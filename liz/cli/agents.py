@@ -79,7 +79,7 @@ def _check_app(target: str) -> None:
 
 
 def _describe(item: AgentFile) -> str:
-    from liz.character_formats import FORMATS
+    from liz.character_formats import FORMATS, describe_ignored
 
     agent = item.agent
     form = FORMATS.get(item.format, "a Python module")
@@ -92,5 +92,5 @@ def _describe(item: AgentFile) -> str:
             "       system prompt: none in the file; composed from its name, bio and style"
         )
     if item.ignored:
-        lines.append(f"       liz does not use: {', '.join(item.ignored)}")
+        lines.append(f"       liz does not use: {describe_ignored(item.ignored)}")
     return "\n".join(lines)
