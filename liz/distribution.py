@@ -14,4 +14,3 @@ def installed_version() -> str | None:
         return version(DISTRIBUTION)
     except PackageNotFoundError:
         return None
-
