@@ -16,7 +16,7 @@ from pathlib import Path
 from liz.agent import BaseAgent
 from liz.character import read_character_file
 from liz.character_formats import describe_ignored
-from liz.errors import UsageError
+from liz.errors import UsageError, syntax_error_line
 from liz.routes import standard_routes
 from liz.templates import PromptTemplates, default_templates
 
@@ -136,6 +136,8 @@ def _agent_from_module(path: Path) -> AgentFile:
         agent = factory() if callable(factory) else getattr(module, "agent", None)
     except UsageError as exc:
         raise UsageError(f"{path}: {exc.message}") from exc
+    except SyntaxError as exc:
+        raise UsageError(syntax_error_line(exc)) from None
     except Exception as exc:
         raise UsageError(f"{path}: importing it failed: {type(exc).__name__}: {exc}") from exc
     if not isinstance(agent, BaseAgent):

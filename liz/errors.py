@@ -124,3 +124,10 @@ class StorageError(LizError):
     ) -> None:
         super().__init__(message, status=status)
         self.retry_after = retry_after
+
+
+def syntax_error_line(exc: SyntaxError) -> str:
+    """A user's syntax error as one line, as the file shows it: ``app.py, line 3: ...``."""
+    where = f"{exc.filename or '<unknown file>'}, line {exc.lineno}"
+    text = f": {exc.text.strip()}" if exc.text and exc.text.strip() else ""
+    return f"{where}: {type(exc).__name__}: {exc.msg}{text}"

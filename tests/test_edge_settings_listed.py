@@ -60,3 +60,29 @@ def test_env_example_names_each_setting_once() -> None:
     named = re.findall(r"^(?:# ?)?([A-Z][A-Z0-9_]+)=", ENV_EXAMPLE.read_text(), re.MULTILINE)
     twice = sorted({name for name in named if named.count(name) > 1})
     assert not twice, f"named more than once in .env.example: {', '.join(twice)}"
+
+
+@pytest.mark.parametrize("name", SETTINGS)
+def test_a_bad_value_of_any_setting_is_one_line_naming_it(
+    name: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """What a command prints for it (liz.cli.failing.reported): one line, never a traceback."""
+    from liz.errors import UsageError
+    from liz.settings_errors import load_settings
+
+    monkeypatch.chdir(tmp_path)  # no .env of the checkout's
+    monkeypatch.setenv(name, "?bad?")
+    classes = [
+        value
+        for module in MODULES
+        for value in vars(module).values()
+        if isinstance(value, type)
+        and issubclass(value, BaseSettings)
+        and value is not BaseSettings
+        and name in variables(value)
+    ]
+    for settings in classes:
+        try:
+            load_settings(settings)
+        except UsageError as exc:
+            assert len(exc.message.splitlines()) == 1 and name in exc.message, exc.message

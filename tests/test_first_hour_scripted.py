@@ -215,3 +215,13 @@ def test_a_misspelt_character_field_gets_one_line_in_python_and_in_json(tmp_path
         lines = [line for line in result.stderr.splitlines() if "sytem" in line]
         assert len(lines) == 1 and where in lines[0], result.stderr
         assert "sytem (did you mean system?)" in lines[0]
+
+
+def test_a_syntax_error_in_the_users_app_is_its_file_line_and_message(tmp_path: Path) -> None:
+    (tmp_path / "helper.py").write_text("def price(:\n    return 1\n")
+    (tmp_path / "shop.py").write_text("import helper\nfrom liz import App\napp = App()\n")
+    result = liz("serve", "shop:app", "--scripted", env=database(tmp_path), cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"error: {tmp_path / 'helper.py'}, line 1: SyntaxError: invalid syntax: def price(:\n"
+    )
