@@ -9,9 +9,10 @@ and every agent is sent a message. Shell blocks run in bash (``set -e``), in tha
 before a block says how it runs or why it does not (see ``MARKER``); a shell block with
 no such comment runs to its end and must exit 0. Blocks in other languages (json, text,
 none) are output or syntax, not commands. A block followed (after some prose, perhaps) by
-``<!-- output -->`` and a fenced block shows what it prints: each line of that block (``...`` stands for any text)
-must be among the lines the example printed, in order. A script that prints must show
-what; those scripts also run on liz's scripted model (``LIZ_SCRIPTED_LLM=true``).
+``<!-- output -->`` and a fenced block shows what it prints: each line of that block
+(``...`` stands for any text) must be among the lines the example printed, in order.
+A script that prints must show what; those scripts also run on liz's scripted model
+(``LIZ_SCRIPTED_LLM=true``).
 """
 
 from __future__ import annotations

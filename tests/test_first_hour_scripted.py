@@ -132,8 +132,15 @@ def test_the_asgi_factory_answers_with_the_scripted_model(tmp_path: Path) -> Non
     env = {**database(tmp_path), "LIZ_SCRIPTED_LLM": "true"}
     assert liz("db", "upgrade", env=env, cwd=tmp_path).returncode == 0
     process = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "--factory", "liz.asgi:app_from_env"]
-        + ["--port", str(port), "--log-level", "warning"],
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "--factory",
+            "liz.asgi:app_from_env",
+            "--port",
+            str(port),
+        ],
         cwd=tmp_path,
         env={**os.environ, **env},
         stdout=subprocess.DEVNULL,

@@ -10,7 +10,9 @@ from typing import Any
 
 import griffe
 
-ROLE = re.compile(r":(?:py:)?(?:mod|class|func|meth|attr|data|exc|obj):`(?P<tilde>~?)(?P<name>[^`]+)`")
+ROLE = re.compile(
+    r":(?:py:)?(?:mod|class|func|meth|attr|data|exc|obj):`(?P<tilde>~?)(?P<name>[^`]+)`"
+)
 REFERENCE = Path(__file__).parent.parent / "reference"
 DOCUMENTED = re.compile(r"^::: ([\w.]+)", re.MULTILINE)
 
