@@ -9,9 +9,11 @@ DEV_STAMP := $(VENV)/.installed-dev
 
 .PHONY: serve test lint typecheck install migrate bench docs docs-build clean
 
+# liz installs as liz-agents; a venv made before holds it under the old name `liz`: dropped first.
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip uninstall --quiet --yes liz 2>/dev/null || true
 	$(BIN)/python -m pip install --quiet -e ".[twitter]"
 	touch $(STAMP)
 
