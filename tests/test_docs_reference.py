@@ -50,3 +50,14 @@ def test_the_reference_shows_no_raw_sphinx_role_and_links_documented_ones(refere
     assert not raw, raw[:5]
     # AgentResponse.send's docstring names :class:`liz.errors.UsageError`, a documented entry.
     assert 'href="#liz.errors.UsageError"' in reference
+
+
+@pytest.mark.parametrize(
+    ("given", "address"), [((), "127.0.0.1:8000"), (("PORT=8123",), "127.0.0.1:8123")]
+)
+def test_make_docs_serves_on_the_port_asked_for(given: tuple[str, ...], address: str) -> None:
+    planned = subprocess.run(
+        ["make", "-n", "docs", *given], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert planned.returncode == 0, planned.stderr
+    assert f"mkdocs serve --dev-addr {address}" in planned.stdout
