@@ -57,7 +57,12 @@ def test_the_reference_shows_no_raw_sphinx_role_and_links_documented_ones(refere
 )
 def test_make_docs_serves_on_the_port_asked_for(given: tuple[str, ...], address: str) -> None:
     planned = subprocess.run(
-        ["make", "-n", "docs", *given], cwd=ROOT, capture_output=True, text=True, timeout=60
+        ["make", "-n", "docs", *given],
+        cwd=ROOT,
+        env={name: value for name, value in os.environ.items() if name != "PORT"},
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert planned.returncode == 0, planned.stderr
     assert f"mkdocs serve --dev-addr {address}" in planned.stdout
