@@ -66,3 +66,19 @@ def test_make_docs_serves_on_the_port_asked_for(given: tuple[str, ...], address:
     )
     assert planned.returncode == 0, planned.stderr
     assert f"mkdocs serve --dev-addr {address}" in planned.stdout
+
+
+def test_getting_started_names_no_extra_as_installed_by_default() -> None:
+    """What "gets installed" lists before its extras is what `pip install liz-agents` gives."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    page = (ROOT / "docs" / "getting-started.md").read_text()
+    default = page.split("## What gets installed, and why", 1)[1].split("Extras:", 1)[0]
+    extras = {
+        re.split(r"[\[<>=!~ ]", requirement, maxsplit=1)[0].lower()
+        for name in ("postgres", "twitter", "twikit")
+        for requirement in project["optional-dependencies"][name]
+    }
+    named = {word.lower() for word in re.findall(r"[\w-]+", default)}
+    assert not extras & named, f"named as installed by default, but an extra: {extras & named}"
