@@ -124,7 +124,9 @@ def test_without_a_key_the_503_and_the_log_name_the_scripted_model(tmp_path: Pat
         port = url.rsplit(":", 1)[1]
     assert answer.status_code == 503
     assert "LIZ_SCRIPTED_LLM=true" in answer.json()["error"]
-    assert "LIZ_SCRIPTED_LLM=true" in (tmp_path / f"serve-{port}.log").read_text()
+    log = (tmp_path / f"serve-{port}.log").read_text()
+    assert "LIZ_SCRIPTED_LLM=true" in log.splitlines()[0], log  # its first line says how
+    assert "/playground" in log.splitlines()[1], log
 
 
 def test_the_asgi_factory_answers_with_the_scripted_model(tmp_path: Path) -> None:
