@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 # `make serve` installs what the README's paths need (the Twitter/X bot included; PostgreSQL
-# is one line more: pip install 'liz[postgres]'); `make test` adds the test and lint tools.
+# is one line more: pip install 'liz-agents[postgres]'); `make test` adds the test and lint tools.
 STAMP := $(VENV)/.installed-serve
 DEV_STAMP := $(VENV)/.installed-dev
 # The exact versions installed (CI runs with them too); `make upgrade` refreshes them.
@@ -11,9 +11,11 @@ CONSTRAINTS := constraints.txt
 
 .PHONY: serve test lint typecheck install upgrade migrate bench docs docs-build clean
 
+# liz installs as liz-agents; a venv made before holds it under the old name `liz`: dropped first.
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip uninstall --quiet --yes liz 2>/dev/null || true
 	$(BIN)/python -m pip install --quiet -c $(CONSTRAINTS) -e ".[twitter]"
 	touch $(STAMP)
 
@@ -35,6 +37,7 @@ migrate: $(STAMP)
 	$(BIN)/liz db upgrade
 
 serve: migrate
+	@echo "make serve: the liz command is $(BIN)/liz (or run . $(BIN)/activate first); no LLM key? LIZ_SCRIPTED_LLM=true make serve"
 	$(BIN)/liz serve
 
 lint: $(DEV_STAMP)
@@ -54,10 +57,11 @@ test: $(DEV_STAMP)
 	$(MAKE) lint typecheck docs-build
 	$(BIN)/pytest
 
-# The docs site (MkDocs): `make docs` serves it on 127.0.0.1:8000 and rebuilds on each edit;
+# The docs site (MkDocs): `make docs` serves it on 127.0.0.1:8000 (`make docs PORT=8001`: another
+# port) and rebuilds on each edit;
 # `make docs-build` fails on a broken link or reference, as `make test` does.
 docs: $(DEV_STAMP)
-	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --dev-addr 127.0.0.1:8000
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --dev-addr 127.0.0.1:$(or $(PORT),8000)
 
 docs-build: $(DEV_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir .site

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from liz.agent import BaseAgent
 from liz.character import read_character_file
-from liz.errors import UsageError
+from liz.character_formats import describe_ignored
+from liz.errors import UsageError, syntax_error_line
 from liz.routes import standard_routes
 from liz.templates import PromptTemplates, default_templates
 
@@ -102,7 +103,9 @@ def load_agents(
         raise UsageError(f"no agents in {str(found.folder)!r}: add a *.py or *.json agent there")
     for item in found.loaded:
         if item.ignored:
-            log.warning("%s: liz does not use the fields %s", item.path, ", ".join(item.ignored))
+            log.warning(
+                "%s: liz does not use the fields %s", item.path, describe_ignored(item.ignored)
+            )
     agents = {item.agent.agent_id: item.agent for item in found.loaded}
     apply_prompts_dir(agents.values(), prompts_dir)
     return agents
@@ -133,6 +136,8 @@ def _agent_from_module(path: Path) -> AgentFile:
         agent = factory() if callable(factory) else getattr(module, "agent", None)
     except UsageError as exc:
         raise UsageError(f"{path}: {exc.message}") from exc
+    except SyntaxError as exc:
+        raise UsageError(syntax_error_line(exc)) from None
     except Exception as exc:
         raise UsageError(f"{path}: importing it failed: {type(exc).__name__}: {exc}") from exc
     if not isinstance(agent, BaseAgent):

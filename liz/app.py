@@ -167,7 +167,8 @@ class App:
                 self._warned_no_llm = True
                 logger.warning(
                     "no LLM configured (set OPENAI_API_KEY, OPENROUTER_API_KEY or "
-                    "OPENAI_BASE_URL); POST /agent/input answers 503 until one is set"
+                    "OPENAI_BASE_URL); POST /agent/input answers 503 until one is set. "
+                    "To try liz without a key: LIZ_SCRIPTED_LLM=true (liz serve --scripted)"
                 )
             yield self.framework(rt)
 

@@ -4,16 +4,26 @@
     uvicorn --factory liz.asgi:app_from_env --workers 4
 
 ``app_from_env`` serves ``LIZ_APP`` (``MODULE:ATTRIBUTE``) when set, else the agents of
-``LIZ_AGENTS_DIR`` (default: the bundled agents) with the standard chain.
+``LIZ_AGENTS_DIR`` (default: the bundled agents) with the standard chain. With
+``LIZ_SCRIPTED_LLM=true`` liz's scripted model answers, as for ``liz serve --scripted``.
 """
 
 from __future__ import annotations
+
+import logging
 
 from liz.app import App
 from liz.config import Settings
 from liz.settings_errors import load_settings
 from liz.target import load_app
 
+logger = logging.getLogger(__name__)
+
 
 def app_from_env() -> App:
-    return load_app(load_settings(Settings).liz_app)
+    app = load_app(load_settings(Settings).liz_app)
+    if app.settings.liz_scripted_llm:
+        from liz.llm.scripted_endpoint import SCRIPTED_NOTICE
+
+        logger.warning(SCRIPTED_NOTICE)
+    return app

@@ -20,6 +20,7 @@ from liz.observe.metrics import watch_pool
 from liz.observe.tracing import configure_tracing, flush_tracing
 from liz.pipeline import AgentFramework, Middleware
 from liz.runtime import Runtime
+from liz.settings_names import warn_about_unknown_names
 from liz.types import Clock, SystemClock
 
 
@@ -39,6 +40,7 @@ async def open_runtime(
     ``settings``.
     """
     warn_about_old_names()
+    warn_about_unknown_names()
     fact_settings = settings.facts
     clock = clock or SystemClock()
     configure_tracing()  # from the OTEL_* variables; nothing is exported unless they say where

@@ -8,6 +8,7 @@ without a ``system`` prompt gets one composed from its name, bio, adjectives and
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,12 +19,14 @@ from pydantic import (
     Field,
     PrivateAttr,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
 
 from liz.character_formats import (
     CharacterFileError,
+    describe_ignored,
     describe_validation,
     detect_format,
     ignored_fields,
@@ -33,6 +36,10 @@ from liz.character_formats import (
 from liz.templates import default_templates
 from liz.tools.mcp_config import MCPServerConfig
 from liz.types import CamelModel
+
+logger = logging.getLogger(__name__)
+# Validation context of a character read from a file: its unused fields are reported there.
+FROM_FILE = "from_file"
 
 # Names given to the example users of Eliza's placeholders, in order ({{user1}} is the first).
 EXAMPLE_USER_NAMES = ("Alex", "Sam", "Robin", "Jordan", "Casey", "Riley", "Jamie", "Quinn")
@@ -87,6 +94,18 @@ class Character(CamelModel):
 
     _system_composed: bool = PrivateAttr(default=False)
 
+    @model_validator(mode="after")
+    def _name_unknown_fields(self, info: ValidationInfo) -> Character:
+        """A name that is no field of a character (``sytem=``) is kept in ``model_extra``
+        and named in one warning; a file's are named with its path (``from_json_file``)."""
+        if self.model_extra and not (info.context or {}).get(FROM_FILE):
+            logger.warning(
+                "character %r: liz does not use the fields %s",
+                self.agent_id,
+                describe_ignored(self.model_extra),
+            )
+        return self
+
     _split = field_validator("bio", "lore", "post_examples", "topics", "adjectives", mode="before")(
         _as_list
     )
@@ -118,9 +137,15 @@ class Character(CamelModel):
         """Load a character from a JSON file in Liz's format or any of Eliza's.
 
         Raises :class:`liz.character_formats.CharacterFileError` (a ``ValueError``)
-        naming the file and what is missing when the file cannot be understood.
+        naming the file and what is missing when the file cannot be understood; the
+        fields it has that liz does not use are named in one warning.
         """
-        return read_character_file(Path(path)).character
+        read = read_character_file(Path(path))
+        if read.ignored:
+            logger.warning(
+                "%s: liz does not use the fields %s", read.path, describe_ignored(read.ignored)
+            )
+        return read.character
 
 
 class PlaceholderFiller:
@@ -183,7 +208,7 @@ def understand_character(data: dict[str, Any], path: Path) -> CharacterFile:
     liz_data, problems = to_liz_shape(data)
     character = None
     try:
-        character = Character.model_validate(liz_data)
+        character = Character.model_validate(liz_data, context={FROM_FILE: True})
     except ValidationError as exc:
         problems += describe_validation(exc)
     if problems or character is None:

@@ -18,8 +18,10 @@ the character (``model_extra``) and named in :attr:`CharacterFile.ignored`.
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +84,17 @@ def to_liz_shape(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
 def describe_validation(exc: ValidationError) -> list[str]:
     """The problems pydantic found that :func:`to_liz_shape` did not already name."""
     return [_describe(error) for error in exc.errors() if not _named_above(error)]
+
+
+def describe_ignored(fields: Iterable[str]) -> str:
+    """``fields`` for a warning, each misspelling of a field liz uses with that field:
+    ``sytem (did you mean system?), plugins``."""
+    described = []
+    for name in fields:
+        known = sorted(USED_FIELDS - ELIZA_ONLY_FIELDS)
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.75)
+        described.append(f"{name} (did you mean {close[0]}?)" if close else name)
+    return ", ".join(described)
 
 
 def ignored_fields(data: dict[str, Any]) -> tuple[str, ...]:

@@ -111,7 +111,8 @@ class LLMNotConfigured(LLMError):
     def __init__(self) -> None:
         super().__init__(
             "no LLM is configured: set OPENAI_API_KEY (OpenAI), OPENROUTER_API_KEY "
-            "(OpenRouter) or OPENAI_BASE_URL (a local OpenAI-compatible server)"
+            "(OpenRouter) or OPENAI_BASE_URL (a local OpenAI-compatible server); "
+            "without a key, set LIZ_SCRIPTED_LLM=true (or pass --scripted) for liz's scripted model"
         )
 
 
@@ -125,3 +126,10 @@ class StorageError(LizError):
     ) -> None:
         super().__init__(message, status=status)
         self.retry_after = retry_after
+
+
+def syntax_error_line(exc: SyntaxError) -> str:
+    """A user's syntax error as one line, as the file shows it: ``app.py, line 3: ...``."""
+    where = f"{exc.filename or '<unknown file>'}, line {exc.lineno}"
+    text = f": {exc.text.strip()}" if exc.text and exc.text.strip() else ""
+    return f"{where}: {type(exc).__name__}: {exc.msg}{text}"

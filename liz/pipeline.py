@@ -75,31 +75,42 @@ class Agent(Protocol):
 
 @dataclass
 class AgentRequest:
-    """Everything one message carries down the chain. Per-request state lives here."""
+    """Everything one message carries down the chain. Per-request state lives here.
+
+    The standard steps fill it in order; a step of yours reads what the steps before it
+    left (``req.memories`` after ``load_memories``, ``req.facts`` after ``recall_facts``).
+    """
 
     input: InputObject
+    """The message: who sent it to which agent, its text and images."""
     agent: Agent
+    """The agent the message is for."""
     runtime: Runtime
-    memories: list[Memory] = field(default_factory=list)  # load_memories, newest first
-    facts: list[Fact] = field(default_factory=list)  # recall_facts, best match first
-    context: str = ""  # wrap_context: the prompt the route sends
-    # The stored input's id: set by create_memory, or before the chain by a caller that
-    # may send the same input again (an Idempotency-Key), so a retry stores it once.
+    """The process's services: settings, database sessions, the LLM, the clock."""
+    memories: list[Memory] = field(default_factory=list)
+    """The recent conversation, newest first (``load_memories``)."""
+    facts: list[Fact] = field(default_factory=list)
+    """What is known about the user, best match first (``recall_facts``)."""
+    context: str = ""
+    """The prompt the route sends (``wrap_context``)."""
     input_memory_id: str | None = None
-    route_choice: RouteChoice | None = None  # router: the LLM's pick, when it asked one
-    # Your own middleware's per-request data; the standard steps never use it.
+    """The stored message's id: set by ``create_memory``, or before the chain by a caller
+    that may send the same input again (an Idempotency-Key), so a retry stores it once."""
+    route_choice: RouteChoice | None = None
+    """The router's pick and its reasons, when it asked the LLM (``router``)."""
     state: dict[str, Any] = field(default_factory=dict)
-    # A rehearsal (the bot's --dry-run): steps do their work but store nothing.
+    """Your own middleware's per-request data; the standard steps never use it."""
     dry_run: bool = False
+    """A rehearsal (the bot's ``--dry-run``): steps do their work but store nothing."""
 
 
 class AgentResponse:
     """Collects exactly one outcome: a reply (``send``) or an error (``fail``).
 
-    When the caller streams (``on_token``), a route may ``emit`` the reply's text as
-    it is generated; it still ends with ``send`` of the whole text. ``kind`` is the
-    type the reply is stored with in the conversation log (``text``, ``tweet``).
-    ``trace`` is what the turn did (:mod:`liz.trace`).
+    A step reads the reply after ``await next()``: ``res.reply.text`` (``res.reply`` is
+    None when the turn failed; ``res.error`` then says why). When the caller streams
+    (``on_token``), a route may ``emit`` the reply's text as it is generated; it still
+    ends with ``send`` of the whole text.
     """
 
     def __init__(
@@ -115,9 +126,13 @@ class AgentResponse:
         # More of the reply's content for the conversation log (a turn's tool calls).
         self.memory_extras: dict[str, Any] = {}
         self.trace = Trace()
+        """What the turn did: the steps, the LLM calls, the route, the facts recalled."""
         self.reply: AgentReply | None = None
+        """The reply sent (its ``text``, ``route``, ...); None until then, or after a failure."""
         self.kind = "text"
+        """The type the reply is stored with in the conversation log (``text``, ``tweet``)."""
         self.error: LizError | None = None
+        """The error that ended the turn, if one did; the caller gets it as one clean answer."""
 
     @property
     def streaming(self) -> bool:
@@ -137,6 +152,9 @@ class AgentResponse:
         return self.reply is not None or self.error is not None
 
     async def send(self, text: str, *, route: str | None = None, kind: str = "text") -> None:
+        """Answer with ``text``: a step that sends and does not call ``next()`` ends the
+        turn there (``await res.send("Let's keep it calm.")``). Sending twice is a
+        :class:`liz.errors.UsageError`."""
         if self.done:
             raise UsageError("res.send() called after the response was already sent or failed")
         self.kind = kind

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
+from liz.distribution import DISTRIBUTION
 from liz.errors import UsageError
 
 TEMPLATES = Path(__file__).parent / "project_template"
@@ -21,8 +22,17 @@ FILES = {
 }
 
 
-def create_project(folder: Path) -> Path:
-    """Write the project's files into ``folder`` (new or empty); returns it."""
+def create_project(folder: Path, source: Path | None = None) -> Path:
+    """Write the project's files into ``folder`` (new or empty); returns it.
+
+    The project installs liz from the package index, or from ``source``, a checkout of
+    liz (``liz init NAME --from PATH``).
+    """
+    if source is not None and not (source / "pyproject.toml").is_file():
+        raise UsageError(
+            f"--from {str(source)!r} is not a checkout of liz (it has no pyproject.toml); "
+            "give the folder you cloned liz into"
+        )
     if folder.exists() and any(folder.iterdir()):
         raise UsageError(f"{str(folder)!r} exists and is not empty; pick a new folder name")
     name = folder.resolve().name
@@ -37,14 +47,21 @@ def create_project(folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     for target, template in FILES.items():
         text = environment.get_template(template).render(
-            name=name, agent_id=agent_id, liz_version=_liz_version()
+            name=name,
+            agent_id=agent_id,
+            distribution=DISTRIBUTION,
+            requirement=_requirement(source),
+            source=str(source.resolve()) if source is not None else None,
         )
         (folder / target).write_text(text, encoding="utf-8")
     return folder
 
 
-def _liz_version() -> str:
+def _requirement(source: Path | None) -> str:
+    """liz as the project's dependency: by name and version, or a local checkout's path."""
+    if source is not None:
+        return f"{DISTRIBUTION} @ {source.resolve().as_uri()}"
     try:
-        return version("liz")
+        return f"{DISTRIBUTION}>={version(DISTRIBUTION)}"
     except PackageNotFoundError:  # run from a source tree that was never installed
-        return "0.1"
+        return f"{DISTRIBUTION}>=0.1"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import logging
 import socket
 
 import uvicorn
@@ -14,6 +15,8 @@ from liz.errors import UsageError
 from liz.http.exposure import check_exposure
 from liz.http.slow_clients import server_options
 from liz.settings_errors import load_settings
+
+logger = logging.getLogger(__name__)
 
 
 def serve_app(
@@ -26,6 +29,7 @@ def serve_app(
     check_exposure(app.settings, server.server_host)
     asyncio.run(_check(app))
     ensure_port_free(server.server_host, server.server_port)
+    logger.info("%s", first_line(app, server.server_host, server.server_port))
     uvicorn.run(
         app,
         host=server.server_host,
@@ -34,6 +38,21 @@ def serve_app(
         log_config=None,
         **server_options(app.settings),
     )
+
+
+def first_line(app: App, host: str, port: int) -> str:
+    """What a newcomer needs next: where the agents answer, the playground, which LLM."""
+    shown = f"[{host}]" if ":" in host else host
+    url = f"http://{shown}:{port}"
+    count = len(app.agents)
+    line = f"liz serves {count} agent{'' if count == 1 else 's'} at {url}/agent/input"
+    if app.settings.liz_playground:
+        line += f"; try them at {url}/playground"
+    if app.settings.liz_scripted_llm:
+        from liz.llm.scripted_endpoint import SCRIPTED_NOTICE
+
+        line += f"; {SCRIPTED_NOTICE}"
+    return line
 
 
 async def _check(app: App) -> None:

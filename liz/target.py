@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from liz.app import App, default_app
-from liz.errors import UsageError
+from liz.errors import UsageError, syntax_error_line
 
 DEFAULT_ATTRIBUTE = "app"
 
@@ -46,6 +46,8 @@ def _import(where: str, target: str) -> object:
         return _import_file(Path(where), target)
     try:
         return importlib.import_module(where)
+    except SyntaxError as exc:  # the user's code: its file and line, not our frames
+        raise UsageError(syntax_error_line(exc)) from None
     except ModuleNotFoundError as exc:
         if exc.name is not None and where.startswith(exc.name):
             raise UsageError(
@@ -66,5 +68,8 @@ def _import_file(path: Path, target: str) -> object:
         raise UsageError(f"{target!r}: cannot be imported as a Python module")
     module = importlib.util.module_from_spec(spec)
     sys.modules[path.stem] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as exc:
+        raise UsageError(syntax_error_line(exc)) from None
     return module

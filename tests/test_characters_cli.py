@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -157,3 +158,27 @@ def test_served_eliza_character_speaks_as_itself_and_start_lists_ignored_fields(
     assert "{{" not in reply_request.prompt
     for name in ("elizaos_current.json", "eliza_v1.json", "eliza_v0.json", "liz_profile.json"):
         assert started.count(f"{name}: liz does not use the fields") == 1
+
+
+def test_check_names_an_mcp_server_that_could_not_start(tmp_path: Path) -> None:
+    """An unset ${VAR} or a command not on PATH is found by the check, not at serve time."""
+    folder = tmp_path / "agents"
+    folder.mkdir()
+    servers = {
+        "crm": {"url": "http://127.0.0.1:9/mcp", "headers": {"X-Key": "${LIZ_TEST_CRM_KEY}"}},
+        "files": {"command": "no-such-mcp-server-command", "args": ["/srv"]},
+        "clock": {"command": sys.executable, "args": ["-m", "clock"]},
+    }
+    character = {"agentId": "shop", "name": "Shop", "system": "You help.", "mcpServers": servers}
+    (folder / "shop.json").write_text(json.dumps(character))
+
+    result = liz("agents", "check", str(folder), cwd=tmp_path)
+
+    assert result.returncode == 1, result.stdout + result.stderr
+    bad = [line.strip() for line in result.stdout.splitlines() if line.strip().startswith("bad")]
+    assert bad == [
+        "bad  shop.json: MCP server 'crm' uses ${LIZ_TEST_CRM_KEY}, but the variable "
+        "LIZ_TEST_CRM_KEY is not set",
+        "bad  shop.json: MCP server 'files': the command 'no-such-mcp-server-command' is not on "
+        "PATH; install it or give its full path",
+    ]

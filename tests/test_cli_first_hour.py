@@ -151,7 +151,7 @@ def test_missing_extras_are_one_line_naming_the_pip_command(tmp_path: Path) -> N
     assert postgres.returncode == 2
     assert (
         postgres.stderr
-        == "error: a PostgreSQL DATABASE_URL needs its driver: pip install 'liz[postgres]'\n"
+        == "error: a PostgreSQL DATABASE_URL needs its driver: pip install 'liz-agents[postgres]'\n"
     )
     env = {
         **NO_LLM,
@@ -161,9 +161,9 @@ def test_missing_extras_are_one_line_naming_the_pip_command(tmp_path: Path) -> N
     twitter = without("twitter_text", "twitter", "--dry-run", env=env, cwd=tmp_path)
     assert twitter.returncode == 2
     assert twitter.stderr.strip().splitlines()[-1:] == [
-        "error: the Twitter/X bot needs the twitter extra: pip install 'liz[twitter]'"
+        "error: the Twitter/X bot needs the twitter extra: pip install 'liz-agents[twitter]'"
     ]
-    assert twitter.stderr.count("liz[twitter]") == 1
+    assert twitter.stderr.count("liz-agents[twitter]") == 1
 
 
 def test_facts_retry_of_an_unknown_job_exits_2_and_changes_nothing(tmp_path: Path) -> None:

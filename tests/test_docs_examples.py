@@ -8,7 +8,11 @@ and every agent is sent a message. Shell blocks run in bash (``set -e``), in tha
 (``make`` ones in the repository), with ``.venv/bin`` first on the PATH. A comment just
 before a block says how it runs or why it does not (see ``MARKER``); a shell block with
 no such comment runs to its end and must exit 0. Blocks in other languages (json, text,
-none) are output or syntax, not commands.
+none) are output or syntax, not commands. A block followed (after some prose, perhaps) by
+``<!-- output -->`` and a fenced block shows what it prints: each line of that block
+(``...`` stands for any text) must be among the lines the example printed, in order.
+A script that prints must show what; those scripts also run on liz's scripted model
+(``LIZ_SCRIPTED_LLM=true``).
 """
 
 from __future__ import annotations
@@ -44,6 +48,10 @@ FENCE = re.compile(
 # Servers get a free port (SERVER_PORT, and for `--port 3000` or 4010); blocks using the
 # scripted model run without the real LLM's settings, which it refuses to start beside.
 MARKER = re.compile(r"<!--\s*(?P<kind>needs|runs):\s*(?P<what>.*?)\s*-->\s*$")
+# What a block prints: the next fenced block, marked so (prose may come between).
+OUTPUT = re.compile(
+    r"(?:(?!```).)*?<!--\s*output\s*-->\s*\n *```[\w-]*\n(?P<shown>.*?)^ *```", re.S | re.M
+)
 FILE_NAME = re.compile(r"#\s*([\w/.-]+\.py)\b")
 SHELL = {"bash", "sh", "shell", "console"}
 RUNNABLE = SHELL | {"python", "py"}
@@ -54,7 +62,7 @@ NOT_RUN = {
 FIXED_PORT = re.compile(r"--port (3000|4010)\b")  # a server the docs start: a free port instead
 SERVER_URL = re.compile(r"(?:http://)?(?:localhost|127\.0\.0\.1):3000")
 UNTIL = re.compile(r'until "(?P<text>[^"]+)"')
-SCRIPTED = re.compile(r"--scripted\b|\bscripted-llm\b")
+SCRIPTED = re.compile(r"--scripted\b|\bscripted-llm\b|\bLIZ_SCRIPTED_LLM=true\b")
 REAL_LLM = {"OPENAI_API_KEY", "OPENROUTER_API_KEY", "OPENAI_BASE_URL"}
 COMMAND = re.compile(r"^\s*\$?\s*(liz|make|curl|pip|python|uvicorn|pytest)\s", re.M)
 
@@ -67,6 +75,7 @@ class Block:
     code: str
     needs: str | None  # why it is not run (NOT_RUN)
     runs: str | None  # how it runs: 'until "TEXT"' or 'against liz serve'
+    shown: str | None = None  # what the page says it prints (an <!-- output --> block)
 
     @property
     def id(self) -> str:
@@ -99,6 +108,7 @@ def one_script_a_page(found: list[Block]) -> list[Block]:
                 first.code + "\n\n" + block.code,
                 first.needs or block.needs,
                 first.runs,
+                "".join(part for part in (first.shown, block.shown) if part) or None,
             )
             kept[kept.index(first)] = merged[block.page] = whole
         else:
@@ -123,6 +133,7 @@ def blocks() -> list[Block]:
                 marks[marked.group("kind")] = marked.group("what")
             indent = len(match.group("indent"))
             code = "\n".join(line[indent:] for line in match.group("code").splitlines()) + "\n"
+            shown = OUTPUT.match(text, match.end())
             found.append(
                 Block(
                     page=page,
@@ -131,6 +142,7 @@ def blocks() -> list[Block]:
                     code=code,
                     needs=marks.get("needs"),
                     runs=marks.get("runs"),
+                    shown=shown.group("shown") if shown else None,
                 )
             )
     return found
@@ -197,6 +209,58 @@ def env(tmp_path: Path) -> Iterator[dict[str, str]]:
         }
 
 
+def assert_shows(block: Block, output: str) -> None:
+    """Each line the page shows (``...``: any text) is a line of ``output``, in order."""
+    if block.shown is None:
+        return
+    printed = [line.strip() for line in output.splitlines()]
+    at = 0
+    for wanted in filter(None, (line.strip() for line in block.shown.splitlines())):
+        pattern = re.compile(".*".join(re.escape(part) for part in wanted.split("...")))
+        found = next((i for i in range(at, len(printed)) if pattern.fullmatch(printed[i])), None)
+        assert found is not None, f"{block.id} says it prints {wanted!r}; it printed:\n{output}"
+        at = found + 1
+
+
+def prints(block: Block) -> bool:
+    """A script whose printed lines are its result (an app module prints when served)."""
+    return (
+        block.lang == "python"
+        and "print(" in block.code
+        and not Path(block.file_name).name.startswith("test_")
+        and not re.search(r"^app = App\(", block.code, re.MULTILINE)
+    )
+
+
+def test_every_script_that_prints_shows_what() -> None:
+    """An example whose text promises output shows it, so the test can hold it to it."""
+    silent = [block.id for block in PYTHON if prints(block) and block.shown is None]
+    assert not silent, f"add an <!-- output --> block after these examples: {silent}"
+
+
+@pytest.mark.parametrize(
+    "block", [b for b in PYTHON if prints(b)], ids=[b.id for b in PYTHON if prints(b)]
+)
+def test_script_prints_the_same_on_the_scripted_model(
+    block: Block, project: Path, env: dict[str, str]
+) -> None:
+    """What a reader without a key runs: ``LIZ_SCRIPTED_LLM=true python SCRIPT``."""
+    skip_if_not_run(block)
+    scripted = {
+        name: value for name, value in {**os.environ, **env}.items() if name not in REAL_LLM
+    }
+    result = subprocess.run(
+        [sys.executable, block.file_name],
+        cwd=project,
+        env={**scripted, "LIZ_SCRIPTED_LLM": "true"},
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert_shows(block, result.stdout)
+
+
 def skip_if_not_run(block: Block) -> None:
     if block.needs is not None:
         assert block.needs in NOT_RUN, f"{block.id}: unknown marker needs: {block.needs}"
@@ -241,6 +305,7 @@ def test_python_block_runs(block: Block, project: Path, env: dict[str, str]) -> 
         command, cwd=project, env={**os.environ, **env}, capture_output=True, text=True, timeout=180
     )
     assert result.returncode == 0, result.stdout + result.stderr
+    assert_shows(block, result.stdout)
     if re.search(r"^app = App\(", block.code, re.MULTILINE):
         module = name.removesuffix(".py").replace("/", ".")
         with liz_serve(env, project, target=f"{module}:app") as url:
@@ -292,14 +357,14 @@ def run_until(code: str, text: str, cwd: Path, env: dict[str, str]) -> str:
 @pytest.mark.parametrize("block", SHELL_BLOCKS, ids=[block.id for block in SHELL_BLOCKS])
 def test_shell_block_runs(block: Block, project: Path, env: dict[str, str]) -> None:
     skip_if_not_run(block)
-    cwd = ROOT if block.code.lstrip().startswith("make ") else project
+    cwd = ROOT if re.match(r"\s*(\w+=\S*\s+)*make ", block.code) else project
     what = block.runs or ""
     code = FIXED_PORT.sub(f"--port {env['SERVER_PORT']}", block.code)
     full = {**os.environ, **env}
     if SCRIPTED.search(block.code):  # the scripted model refuses to start beside a real one
         full = {name: value for name, value in full.items() if name not in REAL_LLM}
     if until := UNTIL.fullmatch(what):
-        run_until(code, until.group("text"), cwd, full)
+        assert_shows(block, run_until(code, until.group("text"), cwd, full))
         return
     if what == "against liz serve":
         with liz_serve(env, project) as url:
@@ -307,7 +372,9 @@ def test_shell_block_runs(block: Block, project: Path, env: dict[str, str]) -> N
             output, _ = process.communicate(timeout=120)
         assert process.returncode == 0, output
         assert '"error"' not in output and "event: error" not in output, output
+        assert_shows(block, output)
         return
     process = bash(code, cwd, full)
     output, _ = process.communicate(timeout=180)
     assert process.returncode == 0, output
+    assert_shows(block, output)

@@ -52,3 +52,37 @@ def test_the_new_edge_settings_are_read_from_env_example_as_written() -> None:
     settings = liz.config.Settings(_env_file=ENV_EXAMPLE)  # type: ignore[call-arg]
     assert settings.liz_allowed_hosts == [] and settings.liz_cors_origins == []
     assert not settings.liz_allow_open and not settings.liz_traces_for_users
+
+
+def test_env_example_names_each_setting_once() -> None:
+    """A second line for the same name silently overrides the first one an operator edits."""
+    # A setting's line, or one commented out; "#   NAME=..." lines are examples of a value.
+    named = re.findall(r"^(?:# ?)?([A-Z][A-Z0-9_]+)=", ENV_EXAMPLE.read_text(), re.MULTILINE)
+    twice = sorted({name for name in named if named.count(name) > 1})
+    assert not twice, f"named more than once in .env.example: {', '.join(twice)}"
+
+
+@pytest.mark.parametrize("name", SETTINGS)
+def test_a_bad_value_of_any_setting_is_one_line_naming_it(
+    name: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """What a command prints for it (liz.cli.failing.reported): one line, never a traceback."""
+    from liz.errors import UsageError
+    from liz.settings_errors import load_settings
+
+    monkeypatch.chdir(tmp_path)  # no .env of the checkout's
+    monkeypatch.setenv(name, "?bad?")
+    classes = [
+        value
+        for module in MODULES
+        for value in vars(module).values()
+        if isinstance(value, type)
+        and issubclass(value, BaseSettings)
+        and value is not BaseSettings
+        and name in variables(value)
+    ]
+    for settings in classes:
+        try:
+            load_settings(settings)
+        except UsageError as exc:
+            assert len(exc.message.splitlines()) == 1 and name in exc.message, exc.message

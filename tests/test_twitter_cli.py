@@ -47,7 +47,7 @@ def test_api_transport_without_keys_says_which_are_missing() -> None:
     importlib.util.find_spec("twikit") is not None, reason="twikit is installed here"
 )
 def test_twikit_without_the_package_names_the_extra() -> None:
-    with pytest.raises(UsageError, match=r"pip install 'liz\[twikit\]'"):
+    with pytest.raises(UsageError, match=r"pip install 'liz-agents\[twikit\]'"):
         build_transport(settings(transport="twikit", username="ada", password="pw"))
 
 

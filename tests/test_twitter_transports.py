@@ -25,7 +25,7 @@ from liz.twitter.errors import (
 from liz.twitter.paging import TweetPage
 from liz.twitter.twikit_transport import translate_twikit_error
 
-NO_TWIKIT = "twikit is not installed: pip install 'liz[twikit]'"
+NO_TWIKIT = "twikit is not installed: pip install 'liz-agents[twikit]'"
 
 
 def http_response(status: int, headers: dict[str, str]) -> requests.Response:

@@ -33,9 +33,9 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        from importlib.metadata import version
+        from liz.distribution import installed_version
 
-        typer.echo(f"liz {version('liz')}")
+        typer.echo(f"liz {installed_version() or '(not installed)'}")
         raise typer.Exit()
 
 

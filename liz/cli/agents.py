@@ -21,6 +21,7 @@ import typer
 from liz.cli.failing import fail, reported
 
 if TYPE_CHECKING:
+    from liz.agent import BaseAgent
     from liz.agent_files import AgentFile
 
 agents_app = typer.Typer(
@@ -56,14 +57,23 @@ def check(
     typer.echo(f"agents in {found.folder}:")
     for item in found.loaded:
         typer.echo(_describe(item))
-    for problem in found.problems:
+    servers = [f"{item.path.name}: {p}" for item in found.loaded for p in _mcp_problems(item.agent)]
+    problems = [*found.problems, *servers]
+    for problem in problems:
         typer.secho(f"  bad  {problem}", fg=typer.colors.RED)
     summary = f"{len(found.loaded)} agent(s) ready, {len(found.problems)} file(s) refused"
+    if servers:
+        summary += f", {len(servers)} MCP server problem(s)"
     if not found.loaded and not found.problems:
         summary = "no agents: add a *.py or *.json agent to this folder"
     typer.echo(summary)
-    if found.problems or not found.loaded:
+    if problems or not found.loaded:
         raise typer.Exit(BAD_FILES_EXIT)
+
+
+def _mcp_problems(agent: BaseAgent) -> list[str]:
+    """What would stop the agent's MCP servers from starting: unset ${VAR}s, missing commands."""
+    return [p for server in agent.mcp_servers for p in server.connection.problems(server.name)]
 
 
 def _check_app(target: str) -> None:
@@ -72,16 +82,23 @@ def _check_app(target: str) -> None:
 
     app = load_app(target)
     typer.echo(f"agents of {target}:")
+    problems = []
     for agent in app.agents.values():
         routes = ", ".join(route.name for route in agent.get_routes())
         typer.echo(f"  ok   {agent.agent_id}  name {agent.name!r}  routes {routes}")
+        problems += [f"{agent.agent_id}: {p}" for p in _mcp_problems(agent)]
     if not app.agents:
         fail("no agents: add one with app.add_agent(...)", BAD_FILES_EXIT)
+    for problem in problems:
+        typer.secho(f"  bad  {problem}", fg=typer.colors.RED)
+    if problems:
+        typer.echo(f"{len(app.agents)} agent(s), {len(problems)} problem(s)")
+        raise typer.Exit(BAD_FILES_EXIT)
     typer.echo(f"{len(app.agents)} agent(s) ready")
 
 
 def _describe(item: AgentFile) -> str:
-    from liz.character_formats import FORMATS
+    from liz.character_formats import FORMATS, describe_ignored
 
     agent = item.agent
     form = FORMATS.get(item.format, "a Python module")
@@ -94,5 +111,5 @@ def _describe(item: AgentFile) -> str:
             "       system prompt: none in the file; composed from its name, bio and style"
         )
     if item.ignored:
-        lines.append(f"       liz does not use: {', '.join(item.ignored)}")
+        lines.append(f"       liz does not use: {describe_ignored(item.ignored)}")
     return "\n".join(lines)

@@ -18,6 +18,7 @@ import typer
 
 from liz.cli.failing import fail
 from liz.cli.learning_queue import discard, give_up, retry, show_queue
+from liz.cli.options import ScriptedOption
 from liz.cli.session import run, with_session
 
 if TYPE_CHECKING:
@@ -38,9 +39,10 @@ AgentOption = Annotated[str, typer.Option("--agent", help="Agent id.")]
 UserOption = Annotated[str, typer.Option("--user", help="User id.")]
 
 
-def _run(work: Callable[[FactStore], Awaitable[T]]) -> T:
+def _run(work: Callable[[FactStore], Awaitable[T]], *, scripted: bool) -> T:
     """Open the runtime from the settings, run ``work`` on its facts store, close it."""
     from liz.bootstrap import open_runtime
+    from liz.cli.scripted import scripted_llm_if_asked
     from liz.config import Settings
     from liz.errors import LizError
     from liz.settings_errors import load_settings
@@ -50,12 +52,14 @@ def _run(work: Callable[[FactStore], Awaitable[T]]) -> T:
             if runtime.facts is None:
                 raise LizError(
                     "searching and re-embedding facts needs an LLM for embeddings: set "
-                    "OPENAI_API_KEY, OPENROUTER_API_KEY or OPENAI_BASE_URL"
+                    "OPENAI_API_KEY, OPENROUTER_API_KEY or OPENAI_BASE_URL, or try it "
+                    "with --scripted (LIZ_SCRIPTED_LLM=true)"
                 )
             return await work(runtime.facts)
 
     logging.basicConfig(level=logging.WARNING)
-    return run(main, reading="the facts")
+    with scripted_llm_if_asked(scripted):
+        return run(main, reading="the facts")
 
 
 def _read(work: Callable[[AsyncSession], Awaitable[T]]) -> T:
@@ -96,9 +100,14 @@ def search(
     threshold: Annotated[
         float | None, typer.Option(help="Similarity floor (default LIZ_FACTS_SEARCH_THRESHOLD).")
     ] = None,
+    scripted: ScriptedOption = False,
 ) -> None:
     """Search a user's facts by meaning and exact words; prints similarity, text, categories."""
-    _show(_run(lambda store: store.search(query, agent, user, limit=limit, threshold=threshold)))
+    found = _run(
+        lambda store: store.search(query, agent, user, limit=limit, threshold=threshold),
+        scripted=scripted,
+    )
+    _show(found)
 
 
 @facts_app.command()
@@ -133,6 +142,7 @@ def reindex(
     everything: Annotated[
         bool, typer.Option("--all", help="Re-embed every fact, not only outdated ones.")
     ] = False,
+    scripted: ScriptedOption = False,
 ) -> None:
     """Re-embed facts with the current LIZ_EMBEDDING_MODEL (after changing it)."""
     from rich.console import Console
@@ -157,7 +167,8 @@ def reindex(
             bar.update(task, completed=done, total=total)
 
         count = _run(
-            lambda store: store.reindex(agent, user, everything=everything, progress=advance)
+            lambda store: store.reindex(agent, user, everything=everything, progress=advance),
+            scripted=scripted,
         )
     typer.echo(f"re-embedded {count} facts")
 

@@ -31,5 +31,6 @@ def serve(
     from liz.serving import serve_app
 
     configure_logging(log_level)
-    with reported(), scripted_llm_if_asked(scripted):
+    # serve_app says it runs scripted once the set-up is checked, in its first line.
+    with reported(), scripted_llm_if_asked(scripted, announce=False):
         serve_app(load(target, agents), host=host, port=port, migrate=migrate, log_level=log_level)

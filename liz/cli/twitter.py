@@ -11,6 +11,7 @@ from liz.cli.failing import reported
 from liz.cli.options import (
     AgentsOption,
     LogLevelOption,
+    ScriptedOption,
     TargetArgument,
     configure_logging,
     load,
@@ -52,15 +53,17 @@ def twitter(
         bool, typer.Option("--dry-run", help="Write and log posts and replies; post nothing.")
     ] = False,
     agents: AgentsOption = None,
+    scripted: ScriptedOption = False,
     log_level: LogLevelOption = "info",
 ) -> None:
     """Run the agent's X account: scheduled posts and replies to mentions (TWITTER_* settings)."""
     import asyncio
 
+    from liz.cli.scripted import scripted_llm_if_asked
     from liz.cli.twitter_run import run_twitter
 
     configure_logging(log_level)
-    with reported():
+    with reported(), scripted_llm_if_asked(scripted):
         app = load(target, agents)
         chosen = pick_agent(app.agents, agent, doing="that runs the account")
         try:

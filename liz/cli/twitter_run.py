@@ -56,7 +56,9 @@ async def run_twitter(
     :class:`liz.twitter.errors.TwitterAuthError` when X refuses the credentials.
     """
     if find_spec("twitter_text") is None:  # X's length rules, for every post and reply
-        raise UsageError("the Twitter/X bot needs the twitter extra: pip install 'liz[twitter]'")
+        raise UsageError(
+            "the Twitter/X bot needs the twitter extra: pip install 'liz-agents[twitter]'"
+        )
     twitter = twitter_settings or load_settings(TwitterSettings)
     if dry_run:
         twitter = twitter.model_copy(update={"dry_run": True})

@@ -86,7 +86,9 @@ def create_engine(
 
 def _require_postgres_driver() -> None:
     if find_spec("asyncpg") is None:
-        raise UsageError("a PostgreSQL DATABASE_URL needs its driver: pip install 'liz[postgres]'")
+        raise UsageError(
+            "a PostgreSQL DATABASE_URL needs its driver: pip install 'liz-agents[postgres]'"
+        )
 
 
 # A pooled connection idle this long is pinged before use: a NAT or firewall may have

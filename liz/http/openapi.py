@@ -20,6 +20,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from liz.distribution import DISTRIBUTION
 from liz.facts.http import FACTS as FACTS_ROUTE
 from liz.http import bodies
 from liz.http.bodies import ref
@@ -271,7 +272,7 @@ def openapi_document(routes: list[BaseRoute]) -> dict[str, Any]:
 
 def _liz_version() -> str:
     try:
-        return version("liz")
+        return version(DISTRIBUTION)
     except PackageNotFoundError:  # running from a source tree that was never installed
         return "0+unknown"
 

@@ -92,6 +92,16 @@ def endpoint_from_settings(settings: Settings) -> Endpoint | None:
     )
 
 
+def set_llm_variables(settings: Settings) -> list[str]:
+    """The names of the variables that point liz at a real LLM and are set."""
+    given = {
+        "OPENAI_API_KEY": _secret(settings.openai_api_key),
+        "OPENROUTER_API_KEY": _secret(settings.openrouter_api_key),
+        "OPENAI_BASE_URL": (settings.openai_base_url or "").strip() or None,
+    }
+    return [name for name, value in given.items() if value is not None]
+
+
 def _secret(value: SecretStr | None) -> str | None:
     if value is None:
         return None

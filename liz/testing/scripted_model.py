@@ -5,14 +5,21 @@ The calls the framework makes for itself get sensible answers: the router picks 
 conversation route, extraction keeps each first-person sentence of the user ("I ...",
 "My ...") as a fact, reconciliation adds what is new. Embeddings are ScriptedOpenAI's
 deterministic bag of words.
+
+It calls a tool when the user's message says so, in this form (docs/tools.md)::
+
+    call order_status {"id": "A1"}
+
+and once the tool has answered, replies with what it returned.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
-from liz.testing.openai_requests import Answer, RecordedRequest
+from liz.testing.openai_requests import Answer, RecordedRequest, call_tool
 from liz.testing.openai_server import ScriptedOpenAI
 
 SCRIPTED_PREFIX = "[scripted reply]"
@@ -22,6 +29,8 @@ _LISTED_FACT = re.compile(r"^(\d+)\. \[[^\]]*\] (.+)$", re.MULTILINE)
 _CURRENT_INPUT = re.compile(r"<CURRENT_USER_INPUT>(.*?)</CURRENT_USER_INPUT>", re.DOTALL)
 _RECALLED = re.compile(r"<USER_FACTS>(.*?)</USER_FACTS>", re.DOTALL)
 _ROUTE = re.compile(r"^- ([\w.-]+): ", re.MULTILINE)
+# "call NAME" or "call NAME {json arguments}": the whole message asks for one tool call.
+_CALL = re.compile(r"^call\s+([\w.-]+)\s*(\{.*\})?$", re.DOTALL | re.IGNORECASE)
 
 
 def scripted_model() -> ScriptedOpenAI:
@@ -45,13 +54,46 @@ def answer(request: RecordedRequest) -> Answer:
         return {"decision": "RESPOND", "reason": f"{SCRIPTED_PREFIX} every mention is answered"}
     if kind == "BooleanAnswer":
         return {"value": True, "explanation": f"{SCRIPTED_PREFIX} always yes"}
+    if request.messages and request.messages[-1].get("role") == "tool":
+        return _tool_results(request)
+    if request.tool_names and (asked := _CALL.match(_current_input(_last_user_text(request)))):
+        return _tool_call(request, asked.group(1), asked.group(2))
     return _reply(_last_user_text(request))
+
+
+def _current_input(user_text: str) -> str:
+    current = _CURRENT_INPUT.search(user_text)
+    return " ".join((current.group(1) if current else user_text).split())
+
+
+def _tool_call(request: RecordedRequest, name: str, arguments: str | None) -> Answer:
+    """Call the tool the user named, if the request offers it and the arguments are JSON."""
+    if name not in request.tool_names:
+        offered = ", ".join(request.tool_names)
+        return f"{SCRIPTED_PREFIX} There is no tool {name!r} here; the tools are: {offered}."
+    try:
+        parsed = json.loads(arguments) if arguments else {}
+    except ValueError:
+        return f"{SCRIPTED_PREFIX} The arguments for {name} are not JSON: {arguments}"
+    if not isinstance(parsed, dict):
+        return f"{SCRIPTED_PREFIX} The arguments for {name} must be a JSON object."
+    return call_tool(name, parsed, text=f"{SCRIPTED_PREFIX} Calling {name}.")
+
+
+def _tool_results(request: RecordedRequest) -> str:
+    """After the tools answered: say what each returned, as a model would sum it up."""
+    results = []
+    for message in reversed(request.messages):
+        if message.get("role") != "tool":
+            break
+        results.append(str(message.get("content") or ""))
+    said = "; ".join(reversed(results))
+    return f"{SCRIPTED_PREFIX} The tool answered: {said}"
 
 
 def _reply(user_text: str) -> str:
     """Echo the input; name the facts recalled, so recall can be seen working."""
-    current = _CURRENT_INPUT.search(user_text)
-    said = " ".join((current.group(1) if current else user_text).split())
+    said = _current_input(user_text)
     if len(said) > 120:
         said = said[:119] + "…"
     reply = f'{SCRIPTED_PREFIX} You said: "{said}".' if said else f"{SCRIPTED_PREFIX} Hello."

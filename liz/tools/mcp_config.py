@@ -50,3 +50,8 @@ def interpolate(text: str, where: str, environ: Mapping[str, str] | None = None)
         return env[name]
 
     return _VARIABLE.sub(value, text)
+
+
+def variables(text: str) -> list[str]:
+    """The names ``text`` refers to as ``${NAME}``."""
+    return _VARIABLE.findall(text)

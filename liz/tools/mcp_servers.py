@@ -12,7 +12,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import os
 import re
+import shutil
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -26,7 +28,7 @@ from mcp.client.streamable_http import streamable_http_client
 from liz.errors import LizError
 from liz.tools.context import ToolContext
 from liz.tools.mcp_bad_lines import BadLines, hide_sdk_parse_errors
-from liz.tools.mcp_config import MCPServerConfig, interpolate
+from liz.tools.mcp_config import MCPServerConfig, interpolate, variables
 from liz.types import Tool
 
 logger = logging.getLogger(__name__)
@@ -55,6 +57,23 @@ class Connection:
 
     def describe(self) -> str:
         return self.url or " ".join([self.command or "", *self.args]).strip()
+
+    def problems(self, server: str) -> list[str]:
+        """What would stop this server from starting, found without starting it (``liz
+        agents check``): each ``${NAME}`` that is not set, a command that is not on PATH."""
+        where = f"MCP server {server!r}"
+        texts = [self.command or "", *self.args, *self.env.values(), self.url or ""]
+        texts += self.headers.values()
+        unset = sorted({name for text in texts for name in variables(text)} - set(os.environ))
+        found = [f"{where} uses ${{{name}}}, but the variable {name} is not set" for name in unset]
+        if self.command is not None and not set(variables(self.command)) & set(unset):
+            command = interpolate(self.command, where)
+            if shutil.which(command) is None:
+                found.append(
+                    f"{where}: the command {command!r} is not on PATH; install it or give its "
+                    "full path"
+                )
+        return found
 
     def resolved(self, server: str) -> Connection:
         """This connection with every ``${NAME}`` replaced from the environment."""

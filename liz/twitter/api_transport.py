@@ -1,4 +1,4 @@
-"""The official X API v2, through tweepy's asyncio client (``pip install 'liz[twitter]'``).
+"""The official X API v2, through tweepy's asyncio client (``pip install 'liz-agents[twitter]'``).
 
 Needs a developer-portal app with OAuth 1.0a user-context keys (read and
 write); reading mentions needs an access level that allows it (the free tier
@@ -106,7 +106,7 @@ class TweepyTransport:
             from tweepy.asynchronous import AsyncClient
         except ImportError as exc:
             raise UsageError(
-                "the X API transport needs tweepy with aiohttp: pip install 'liz[twitter]'"
+                "the X API transport needs tweepy with aiohttp: pip install 'liz-agents[twitter]'"
             ) from exc
 
         def secret(value: Any) -> str | None:

@@ -1,6 +1,6 @@
 """X through an account's web session with twikit, for accounts without API access.
 
-``pip install 'liz[twikit]'``. It logs in with ``TWITTER_USERNAME``,
+``pip install 'liz-agents[twikit]'``. It logs in with ``TWITTER_USERNAME``,
 ``TWITTER_EMAIL`` and ``TWITTER_PASSWORD`` once and keeps the session cookies
 in ``TWITTER_COOKIES_FILE``, so later starts reuse the session instead of
 logging in again (frequent logins get accounts locked). This uses X's private
@@ -45,7 +45,7 @@ def _import_twikit() -> Any:
         import twikit
     except ImportError as exc:
         raise UsageError(
-            "TWITTER_TRANSPORT=twikit needs the twikit package: pip install 'liz[twikit]'"
+            "TWITTER_TRANSPORT=twikit needs the twikit package: pip install 'liz-agents[twikit]'"
         ) from exc
     return twikit
 
