@@ -18,7 +18,6 @@ from liz.llm.calls import post_chat, read_chunk, read_completion, server
 from liz.llm.chat_answers import RequestedCall
 from liz.llm.errors import translate_openai_error
 from liz.observe.genai import LLMCallRecord, llm_call
-from liz.trace import record_llm_call
 
 TextSink = Callable[[str], Awaitable[None]]
 
@@ -52,8 +51,10 @@ async def tool_step(
         body["stream_options"] = {"include_usage": True}
     if tools:
         body["tools"] = tools
-    record_llm_call(model, messages, streamed=on_text is not None)
-    with llm_call("chat", model, messages=messages, server=server(client)) as record:
+    streamed = on_text is not None
+    with llm_call(
+        "chat", model, messages=messages, streamed=streamed, server=server(client)
+    ) as record:
         if on_text is None:
             answer = await post_chat(client, model, body)
             read_completion(record, answer)
