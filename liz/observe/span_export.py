@@ -24,7 +24,7 @@ from opentelemetry.sdk.trace.export import (
 logger = logging.getLogger(__name__)
 
 # How long a stopping process waits for its last spans, unless OTEL_BSP_EXPORT_TIMEOUT says.
-STOP_SECONDS = 1.5
+STOP_SECONDS = 1.0
 
 
 def batch_processor(
@@ -118,7 +118,7 @@ class OTLPExport(SpanExporter):
             lines = _held.release()
         if result is SpanExportResult.SUCCESS:
             if self.down:
-                logger.warning("spans reach %s again", self._endpoint)
+                logger.info("spans reach %s again", self._endpoint)
             self.down = False
         elif not self.down and not self._stopped:
             self.down = True

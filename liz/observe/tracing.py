@@ -155,7 +155,7 @@ def shutdown_tracing() -> None:
 def flush_tracing() -> None:
     """Export every finished span now (a process closing its runtime, tests).
 
-    Waits at most ``OTEL_BSP_EXPORT_TIMEOUT`` (1.5 s unless set), and not at all for a
+    Waits at most ``OTEL_BSP_EXPORT_TIMEOUT`` (1 s unless set), and not at all for a
     collector the last batch did not reach; spans not taken by then are dropped, tracing
     is stopped, and the next :func:`configure_tracing` starts it afresh.
     """
