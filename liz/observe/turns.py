@@ -2,8 +2,8 @@
 an event on it, the turn's metrics, and its usage rows.
 
 The turn is one ``invoke_agent`` span, as the GenAI conventions have it. Its steps are not
-spans of their own: each is an event ``liz.step`` (name, depth, time with and without the
-steps after it), made from the turn's own record (liz.trace.StepTiming) when it ends.
+spans of their own: each is an event ``liz.step`` (name, time with and without the
+steps after it, depth when nested), made from the turn's own record (liz.trace.StepTiming) when it ends.
 """
 
 from __future__ import annotations
@@ -67,12 +67,15 @@ class ObservedTurn:
 
 
 def _step_attributes(step: StepTiming) -> dict[str, str | int | float]:
-    return {
+    # Few attributes: the exporter encodes each one of each event, a turn's largest cost.
+    attributes: dict[str, str | int | float] = {
         "liz.step.name": step.step,
-        "liz.step.depth": step.depth,
         "liz.step.duration_ms": round(step.total_ms, 3),
         "liz.step.own_ms": round(step.own_ms, 3),
     }
+    if step.depth:
+        attributes["liz.step.depth"] = step.depth
+    return attributes
 
 
 @contextmanager
