@@ -102,7 +102,8 @@ BENCHES = [
         "Tracing",
         "Two `liz serve` processes on SQLite, facts off, taking turns: one without any "
         "`OTEL_*` variable (tracing unconfigured: `liz.observe.tracing.span` creates "
-        "nothing), one exporting every span over OTLP/HTTP to a receiver process. The "
+        "nothing), one exporting every span over OTLP/HTTP to a receiver process (a turn: "
+        "the server's span, the turn's with an event per chain step, the chat call's). The "
         "target is at least 0.95 of the untraced server's req/s. The second table is the "
         "OpenTelemetry SDK's CPU per span in the bench's own process, its parts added one "
         "at a time; the third, what a turn's spans cost at that rate",

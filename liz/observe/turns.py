@@ -2,8 +2,8 @@
 an event on it, the turn's metrics, and its usage rows.
 
 The turn is one ``invoke_agent`` span, as the GenAI conventions have it. Its steps are not
-spans of their own: each is an event ``liz.step`` (name, time with and without the
-steps after it, depth when nested), made from the turn's own record (liz.trace.StepTiming) when it ends.
+spans of their own: each is an event ``liz.step`` (name, time with and without the steps
+after it, depth when nested), made from the turn's record (liz.trace) when it ends.
 """
 
 from __future__ import annotations
