@@ -67,7 +67,7 @@ class ObservedTurn:
 
 
 def _step_attributes(step: StepTiming) -> dict[str, str | int | float]:
-    # Few attributes: the exporter encodes each one of each event, a turn's largest cost.
+    # Few attributes: the exporter encodes every attribute of every event, one by one.
     attributes: dict[str, str | int | float] = {
         "liz.step.name": step.step,
         "liz.step.duration_ms": round(step.total_ms, 3),
