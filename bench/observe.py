@@ -31,7 +31,7 @@ from benchkit import free_port, markdown_table, p50_p95_ms, py_spy, running
 from pipeline import WARM_UP, fresh_database, settle
 from pipeline_load import Load, cpu_seconds
 from scripted_server import scripted_server
-from span_cost import span_cost_rows
+from span_cost import shape_rows, span_cost_rows
 
 BENCH = Path(__file__).resolve().parent
 RECEIVER = """
@@ -173,6 +173,8 @@ def main() -> None:
         exported = int(httpx.get(f"{sink}/spans", params=asked, timeout=120).text)
         parts = span_cost_rows(sink, args.span_turns)
     print_tables(names, loads, parts, exported, args)
+    print("\nA turn's spans in the SDK (encoded as OTLP), shaped as now and as before:\n")
+    print(markdown_table(["turn", "us of CPU", "vs before"], shape_rows(args.span_turns)))
 
 
 def print_tables(

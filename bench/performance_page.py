@@ -194,14 +194,18 @@ DECISIONS = """## Design decisions and their measured reasons
   SDK's reading built a pydantic object for every part of an answer. liz's tool loop, which
   reads two, went from 1.1 to 1.5 ms of CPU under the floor's, and the tool turn from 2.0
   to 1.4 ms over it (medians of several runs).
-- **Tracing goes through the official OpenTelemetry SDK, and misses its target** (at most
-  5% of req/s with an exporter): a turn makes ten spans, and the SDK spends about 50 us of
-  CPU on each (the Tracing tables): about 13 to start and end it, 11 in its batch queue,
-  25 to encode it as OTLP protobuf. That alone is about 11% of a turn with facts off.
-  liz's own part is not measurable: a server whose spans were not sampled
-  (`OTEL_TRACES_SAMPLER=always_off`) ran at 1.00 of the untraced one's req/s. An encoder
-  of liz's own took 5 us a span against the SDK's 19 in isolation, still too much with
-  the spans themselves, and it would replace the SDK's exporter.
+- **A turn is three spans, its chain steps events on the turn's span** (the OpenTelemetry
+  GenAI conventions' grain), where it was ten spans, one per step: in the SDK alone a turn
+  shaped so costs 0.71 of one shaped the old way (same process, three runs). The official
+  SDK still misses the target (at most 5% of req/s with an exporter): the traced server
+  spends 1.12 to 1.15 of the untraced one's CPU per turn (two runs of the Tracing bench, and
+  1.13 to 1.15 in an in-process A/B that switches tracing every 30 turns), nearly all of it
+  the SDK's, which encodes every span, event and attribute as OTLP protobuf one Python
+  object at a time. Spans not sampled cost about nothing, so sampling
+  (`OTEL_TRACES_SAMPLER=parentbased_traceidratio`, docs/observability.md) is the lever:
+  10% sampled ran at 1.04 to 1.06 of the untraced CPU in the A/B. The SDK's
+  `start_as_current_span` costs 2.5 us a span more than liz's own scope did, 8 us a turn:
+  liz uses it.
 - **Export batches of 2048 spans** (unless an `OTEL_BSP_*` variable is set): with the
   SDK's 512, the traced server spent 1.16 of the untraced one's CPU per turn, against
   1.12 (one run, side by side).
