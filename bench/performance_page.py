@@ -195,17 +195,17 @@ DECISIONS = """## Design decisions and their measured reasons
   reads two, went from 1.1 to 1.5 ms of CPU under the floor's, and the tool turn from 2.0
   to 1.4 ms over it (medians of several runs).
 - **A turn is three spans, its chain steps events on the turn's span** (the OpenTelemetry
-  GenAI conventions' grain), where it was ten spans, one per step: in the SDK alone a turn
-  shaped so costs 0.71 of one shaped the old way (same process, three runs). The official
-  SDK still misses the target (at most 5% of req/s with an exporter): the traced server
-  spends 1.12 to 1.15 of the untraced one's CPU per turn (two runs of the Tracing bench, and
-  1.13 to 1.15 in an in-process A/B that switches tracing every 30 turns), nearly all of it
-  the SDK's, which encodes every span, event and attribute as OTLP protobuf one Python
-  object at a time. Spans not sampled cost about nothing, so sampling
-  (`OTEL_TRACES_SAMPLER=parentbased_traceidratio`, docs/observability.md) is the lever:
-  10% sampled ran at 1.04 to 1.06 of the untraced CPU in the A/B. The SDK's
-  `start_as_current_span` costs 2.5 us a span more than liz's own scope did, 8 us a turn:
-  liz uses it.
+  GenAI conventions' grain), where it was ten spans, one per step. For the SDK alone such a
+  turn costs 0.62 of one shaped the old way (the Tracing bench's last table). The server
+  does not show it on this shared machine: the traced server spent 1.12 to 1.19 of the
+  untraced one's CPU per turn over three runs, and a server of 17afadf, tracing ten spans a
+  turn in the same runs, 1.15 to 1.16. Either way the official SDK misses the target (at
+  most 5% of req/s with an exporter; 0.88 to 0.98 of the untraced req/s here): it builds a
+  Python object for every span, event and attribute it encodes. Spans not sampled cost
+  next to nothing, so sampling (`OTEL_TRACES_SAMPLER=parentbased_traceidratio`,
+  docs/observability.md) is the lever: 10% sampled ran at 0.98 of the untraced req/s and
+  1.03 of its CPU in the last run. The SDK's `start_as_current_span` costs 2.5 us a span
+  more than liz's own scope did (8 us a turn), so liz uses it.
 - **Export batches of 2048 spans** (unless an `OTEL_BSP_*` variable is set): with the
   SDK's 512, the traced server spent 1.16 of the untraced one's CPU per turn, against
   1.12 (one run, side by side).
