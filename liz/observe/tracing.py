@@ -166,7 +166,7 @@ def flush_tracing() -> None:
         _state.stop_seconds, provider.force_flush
     ):
         return
-    logger.warning("tracing stopped: the collector did not take the last spans; they are dropped")
+    logger.warning("tracing stopped: the collector is not taking spans; those not sent are dropped")
     _stop(provider, exporter)
 
 
