@@ -31,7 +31,7 @@ from benchkit import free_port, markdown_table, p50_p95_ms, py_spy, running
 from pipeline import WARM_UP, fresh_database, settle
 from pipeline_load import Load, cpu_seconds
 from scripted_server import scripted_server
-from span_cost import span_cost_rows
+from span_cost import shape_rows, span_cost_rows
 
 BENCH = Path(__file__).resolve().parent
 RECEIVER = """
@@ -47,11 +47,13 @@ async def traces(request):
     bodies.append(await request.body())
     return Response(b"", media_type="application/x-protobuf")
 
-async def spans(request):
+async def spans(request):  # how many spans the server named ?service= sent
     count = 0
     for body in bodies:
-        parsed = ExportTraceServiceRequest.FromString(body)
-        count += sum(len(s.spans) for r in parsed.resource_spans for s in r.scope_spans)
+        for r in ExportTraceServiceRequest.FromString(body).resource_spans:
+            named = [a.value.string_value for a in r.resource.attributes if a.key == "service.name"]
+            if named == [request.query_params["service"]]:
+                count += sum(len(s.spans) for s in r.scope_spans)
     return Response(str(count))
 
 async def health(request):
@@ -153,9 +155,11 @@ def main() -> None:
         for variant in args.variant:
             name, _, given = variant.partition(":")
             pairs = dict(pair.split("=", 1) for pair in given.split(",") if pair)
-            wanted.append((f"tracing on, {name}", {**traced_env, **pairs}, None))
+            own = {**traced_env, "OTEL_SERVICE_NAME": f"liz-bench-{len(wanted)}", **pairs}
+            wanted.append((f"tracing on, {name}", own, None))
         if args.compare is not None:
-            wanted.append((f"tracing on, {args.compare.name}", traced_env, args.compare.resolve()))
+            other = {**traced_env, "OTEL_SERVICE_NAME": "liz-bench-compared"}
+            wanted.append((f"tracing on, {args.compare.name}", other, args.compare.resolve()))
         names = [name for name, _, _ in wanted]
         with ExitStack() as running_servers:  # stopped first: their last spans are exported
             servers = []
@@ -164,9 +168,13 @@ def main() -> None:
                 server = liz_server(url, llm_url, folder, otel, source)
                 servers.append(running_servers.enter_context(server))
             loads = asyncio.run(measure(names, servers, args))
-        exported = int(httpx.get(f"{sink}/spans", timeout=120).text)
+        # The plain traced server's spans: variants may sample, or be another checkout.
+        asked = {"service": "liz-bench"}
+        exported = int(httpx.get(f"{sink}/spans", params=asked, timeout=120).text)
         parts = span_cost_rows(sink, args.span_turns)
     print_tables(names, loads, parts, exported, args)
+    print("\nA turn's spans in the SDK (encoded as OTLP), shaped as now and as before:\n")
+    print(markdown_table(["turn", "us of CPU", "vs before"], shape_rows(args.span_turns)))
 
 
 def print_tables(
@@ -192,9 +200,7 @@ def print_tables(
     print(markdown_table(header, rows))
     print("\nOne span's CPU in the SDK, part by part, in turns shaped as liz's:\n")
     print(markdown_table(["part", "us per span", "added"], parts))
-    if args.variant:  # a variant may sample, or export elsewhere: spans per turn unknown
-        return
-    per_turn = exported / sum(load.sent for load in loads[1:])
+    per_turn = exported / loads[1].sent
     sdk_ms = per_turn * float(parts[-1][1]) / 1000
     print("\nThe spans of a turn, at that cost a span:\n")
     header = ["spans exported per turn", "SDK CPU ms per turn", "of an untraced turn's CPU"]

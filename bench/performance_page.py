@@ -113,7 +113,8 @@ BENCHES = [
         "Tracing",
         "Two `liz serve` processes on SQLite, facts off, taking turns: one without any "
         "`OTEL_*` variable (tracing unconfigured: `liz.observe.tracing.span` creates "
-        "nothing), one exporting every span over OTLP/HTTP to a receiver process. The "
+        "nothing), one exporting every span over OTLP/HTTP to a receiver process (a turn: "
+        "the server's span, the turn's with an event per chain step, the chat call's). The "
         "target is at least 0.95 of the untraced server's req/s. The second table is the "
         "OpenTelemetry SDK's CPU per span in the bench's own process, its parts added one "
         "at a time; the third, what a turn's spans cost at that rate",
@@ -212,14 +213,18 @@ DECISIONS = """## Design decisions and their measured reasons
   SDK's reading built a pydantic object for every part of an answer. liz's tool loop, which
   reads two, went from 1.1 to 1.5 ms of CPU under the floor's, and the tool turn from 2.0
   to 1.4 ms over it (medians of several runs).
-- **Tracing goes through the official OpenTelemetry SDK, and misses its target** (at most
-  5% of req/s with an exporter): a turn makes ten spans, and the SDK spends about 50 us of
-  CPU on each (the Tracing tables): about 13 to start and end it, 11 in its batch queue,
-  25 to encode it as OTLP protobuf. That alone is about 11% of a turn with facts off.
-  liz's own part is not measurable: a server whose spans were not sampled
-  (`OTEL_TRACES_SAMPLER=always_off`) ran at 1.00 of the untraced one's req/s. An encoder
-  of liz's own took 5 us a span against the SDK's 19 in isolation, still too much with
-  the spans themselves, and it would replace the SDK's exporter.
+- **A turn is three spans, its chain steps events on the turn's span** (the OpenTelemetry
+  GenAI conventions' grain), where it was ten spans, one per step. For the SDK alone such a
+  turn costs 0.62 of one shaped the old way (the Tracing bench's last table). The server
+  does not show it on this shared machine: the traced server spent 1.12 to 1.19 of the
+  untraced one's CPU per turn over three runs, and a server of 17afadf, tracing ten spans a
+  turn in the same runs, 1.15 to 1.16. Either way the official SDK misses the target (at
+  most 5% of req/s with an exporter; 0.88 to 0.98 of the untraced req/s here): it builds a
+  Python object for every span, event and attribute it encodes. Spans not sampled cost
+  next to nothing, so sampling (`OTEL_TRACES_SAMPLER=parentbased_traceidratio`,
+  docs/observability.md) is the lever: 10% sampled ran at 0.98 of the untraced req/s and
+  1.03 of its CPU in the last run. The SDK's `start_as_current_span` costs 2.5 us a span
+  more than liz's own scope did (8 us a turn), so liz uses it.
 - **Export batches of 2048 spans** (unless an `OTEL_BSP_*` variable is set): with the
   SDK's 512, the traced server spent 1.16 of the untraced one's CPU per turn, against
   1.12 (one run, side by side).

@@ -297,6 +297,7 @@ class AgentFramework:
                 await self.runtime.budgets.check(input.agent_id, input.user_id)
                 await chain(req, res, _chain_end)
             except Exception as exc:
+                turn.failed(exc)
                 await self._handle_error(exc, req, res)
             if not res.done:
                 res.fail(LizError("the middleware chain ended without sending a reply", status=500))
@@ -314,7 +315,7 @@ class AgentFramework:
                     res.trace.usage,
                     "the turn's",
                 )
-            turn.end(route, res.error, res.trace.usage, time.perf_counter() - started)
+            turn.end(route, res.error, res.trace, time.perf_counter() - started)
         return res
 
     async def _handle_error(self, exc: Exception, req: AgentRequest, res: AgentResponse) -> None:

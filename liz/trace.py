@@ -5,9 +5,10 @@ messages each LLM call was sent (``llm_calls``), the route and why (``route``), 
 facts recalled with their scores (``recalled_facts``), each step's own time (``steps``).
 
 The LLM client is shared by every request, so it does not hold the trace: while a
-turn runs, :func:`record_llm_call` finds it in a context variable that ``process``
-sets. Only calls made by the turn's own task are kept, so work the turn leaves
-behind (background learning) never writes into a trace already handed out.
+turn runs, the LLM call's one hook (:func:`liz.observe.genai.llm_call`) finds it with
+:func:`record_llm_call`, in a context variable that ``process`` sets. Only calls
+made by the turn's own task are kept, so work the turn leaves behind (background
+learning) never writes into a trace already handed out.
 HTTP callers get the trace only when they ask (``?trace=1``, see the README).
 """
 
@@ -22,7 +23,6 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
-from liz.observe.tracing import span
 from liz.observe.usage import UsageMeter
 
 if TYPE_CHECKING:
@@ -64,13 +64,15 @@ class StepTiming:
 
     ``total_ms`` runs from entering the step to its return, the steps after it
     (inside its ``next()``) included; ``own_ms`` leaves them out. ``depth`` is 1
-    and more for steps of a composition nested in another.
+    and more for steps of a composition nested in another. With tracing on, each step is
+    also an event on the turn's span (liz.observe.turns).
     """
 
     step: str
     depth: int
     total_ms: float = 0.0
     own_ms: float = 0.0
+    started_ns: int = field(default=0, repr=False)  # wall clock, for the span's event
 
 
 @dataclass(frozen=True)
@@ -116,7 +118,7 @@ class Trace:
         self, step: Callable[[Req, Res, Next], Awaitable[None]], req: Req, res: Res, next: Next
     ) -> None:
         """Run one step of a chain and time it (``compose`` calls this for every step)."""
-        timing = StepTiming(step_name(step), depth=len(self._active))
+        timing = StepTiming(step_name(step), len(self._active), started_ns=time.time_ns())
         self.steps.append(timing)
         downstream = 0.0
 
@@ -132,16 +134,13 @@ class Trace:
 
         self._active.append(timing.step)
         started = time.perf_counter()
-        with span(f"step {timing.step}") as current:
-            try:
-                await step(req, res, timed_next)
-            finally:
-                self._active.pop()
-                total = time.perf_counter() - started
-                timing.total_ms = total * 1000
-                timing.own_ms = (total - downstream) * 1000
-                if current is not None:
-                    current.set_attribute("liz.step.own_ms", round(timing.own_ms, 3))
+        try:
+            await step(req, res, timed_next)
+        finally:
+            self._active.pop()
+            total = time.perf_counter() - started
+            timing.total_ms = total * 1000
+            timing.own_ms = (total - downstream) * 1000
 
     @contextmanager
     def recording(self) -> Iterator[Trace]:
@@ -180,12 +179,14 @@ _current: ContextVar[Trace | None] = ContextVar("liz_trace", default=None)
 
 def record_llm_call(
     model: str,
-    messages: list[dict[str, Any]],
+    messages: Sequence[dict[str, Any]],
     *,
     streamed: bool,
     response_format: dict[str, Any] | None = None,
 ) -> None:
-    """Keep a chat request on the running turn's trace; outside a turn, do nothing."""
+    """Keep a chat request on the running turn's trace; outside a turn, do nothing.
+
+    Called by the LLM call's hook (liz.observe.genai.llm_call), never on its own."""
     trace = _current.get()
     if trace is None or trace._task is not asyncio.current_task():
         return
@@ -193,7 +194,7 @@ def record_llm_call(
     if response_format is not None:
         schema = response_format.get("json_schema", {}).get("name") or response_format.get("type")
     step = trace._active[-1] if trace._active else None
-    trace.llm_calls.append(LLMCall(step, model, copy.deepcopy(messages), streamed, schema))
+    trace.llm_calls.append(LLMCall(step, model, copy.deepcopy(list(messages)), streamed, schema))
 
 
 def step_name(step: object) -> str:

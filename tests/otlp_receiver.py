@@ -35,6 +35,10 @@ class ReceivedSpan:
     links: list[tuple[str, str]]
     status_code: int
     service: str
+    events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+    def events_named(self, name: str) -> list[dict[str, Any]]:
+        return [attributes for event, attributes in self.events if event == name]
 
 
 @dataclass
@@ -84,6 +88,10 @@ def otlp_receiver() -> Iterator[Receiver]:
                         links=[(link.trace_id.hex(), link.span_id.hex()) for link in s.links],
                         status_code=s.status.code,
                         service=str(resource.get("service.name")),
+                        events=[
+                            (e.name, {a.key: _value(a.value) for a in e.attributes})
+                            for e in s.events
+                        ],
                     )
                     with receiver.lock:
                         receiver.spans.append(received)

@@ -44,7 +44,7 @@ from liz.facts.storage import FactStorage, Query
 from liz.facts.vectors import Vector
 from liz.facts.writes import ScopeWrites, database_errors
 from liz.llm import LLMClient
-from liz.observe.memory import count_events, count_items, memory_span
+from liz.observe.memory import count_events, count_items, memory_span, records_found
 from liz.templates import PromptTemplates
 from liz.types import Clock, SystemClock
 
@@ -125,7 +125,7 @@ class FactStore:
         liz.facts.shared_embedding), at most one reconcile call, one transaction. Each
         fact added keeps the ``source_memory_id`` of the exchange it came from.
         """
-        with memory_span("update_memory", agent_id):
+        with memory_span("upsert_memory", agent_id):
             try:
                 events = await self._learn(exchanges, agent_id, user_id, agent_name, also, seat)
             finally:
@@ -196,13 +196,14 @@ class FactStore:
             return embedding
 
         model = self.llm.embedding_model
-        with memory_span("search_memory", agent_id):
+        with memory_span("search_memory", agent_id) as current:
             try:
                 with database_errors():
                     scope = (agent_id, user_id)
                     found = await self.storage.search(
                         Query(query, scope, embed, model, limit, floor)
                     )
+                    records_found(current, len(found))
                     if (vector := _arrived(embedding)) is not None:
                         await self._prepare(int(vector.size))
                     return found

@@ -29,7 +29,6 @@ from liz.llm.chat_answers import ChatAnswer, read_chat_answer
 from liz.llm.embedding_answers import Vector, read_embeddings_answer
 from liz.llm.errors import translate_openai_error
 from liz.observe.genai import LLMCallRecord, llm_call
-from liz.trace import record_llm_call
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +51,6 @@ async def complete(
     if temperature is not None:
         body["temperature"] = temperature
     log.debug("chat completion: model %s, %d messages", model, len(messages))
-    record_llm_call(model, messages, streamed=False, response_format=response_format)
     with llm_call(
         "chat", model, messages=messages, response_format=response_format, server=server(client)
     ) as record:
@@ -120,8 +118,7 @@ async def stream_deltas(
     }
     if temperature is not None:
         body["temperature"] = temperature
-    record_llm_call(model, messages, streamed=True)
-    with llm_call("chat", model, messages=messages, server=server(client)) as record:
+    with llm_call("chat", model, messages=messages, streamed=True, server=server(client)) as record:
         try:
             chunks = await client.post(
                 "/chat/completions",

@@ -18,7 +18,6 @@ from liz.llm.calls import post_chat, read_chunk, read_completion, sent_messages,
 from liz.llm.chat_answers import RequestedCall
 from liz.llm.errors import translate_openai_error
 from liz.observe.genai import LLMCallRecord, llm_call
-from liz.trace import record_llm_call
 
 TextSink = Callable[[str], Awaitable[None]]
 
@@ -54,8 +53,10 @@ async def tool_step(
     body.update(messages=sent_messages(client, model, messages), stream=on_text is not None)
     if on_text is not None:
         body["stream_options"] = {"include_usage": True}
-    record_llm_call(model, messages, streamed=on_text is not None)
-    with llm_call("chat", model, messages=messages, server=server(client)) as record:
+    streamed = on_text is not None
+    with llm_call(
+        "chat", model, messages=messages, streamed=streamed, server=server(client)
+    ) as record:
         if on_text is None:
             answer = await post_chat(client, model, body)
             read_completion(record, answer)

@@ -1,9 +1,10 @@
-"""One LLM call, observed as the OpenTelemetry GenAI conventions describe it.
+"""One LLM call, observed once, as the OpenTelemetry GenAI conventions describe it.
 
-:func:`llm_call` wraps a request: a client span ``{operation} {model}`` with the
-``gen_ai.*`` attributes, liz's purpose for the call (``liz.llm.purpose``), the Prometheus
-counters, and the turn's usage. Message content goes in the span only when
-``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``.
+:func:`llm_call` is the one hook around every request to the model. It feeds the turn's
+record (``res.trace.llm_calls``, liz.trace), a client span ``{operation} {model}`` with
+the ``gen_ai.*`` attributes and liz's purpose for the call (``liz.llm.purpose``), the
+Prometheus counters, and the usage of the unit of work. Message content goes in the span
+only when ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from opentelemetry.trace import Span, SpanKind
@@ -20,6 +22,7 @@ from opentelemetry.trace import Span, SpanKind
 from liz.observe import metrics
 from liz.observe.tracing import capture_content, span, tracing_on
 from liz.observe.usage import CallUsage, metered_agent, record_usage
+from liz.trace import record_llm_call
 
 # The structured answers whose schema names the call's purpose; any other chat is a reply.
 _PURPOSE_BY_SCHEMA = {
@@ -85,6 +88,38 @@ class LLMCallRecord:
         self.cache_write_tokens = int(details.get("cache_write_tokens") or 0)
 
 
+# Hosts whose OpenAI-compatible API the conventions (or common use) name a provider for.
+_PROVIDERS = {
+    "api.openai.com": "openai",
+    "openrouter.ai": "openrouter",
+    "api.groq.com": "groq",
+    "api.deepseek.com": "deepseek",
+    "api.mistral.ai": "mistral_ai",
+    "api.x.ai": "x_ai",
+    "api.perplexity.ai": "perplexity",
+    "api.anthropic.com": "anthropic",
+    "generativelanguage.googleapis.com": "gcp.gemini",
+}
+_PROVIDER_SUFFIXES = {".openai.azure.com": "azure.ai.openai"}
+_OLLAMA_PORT = 11434
+
+
+@lru_cache(maxsize=64)
+def provider_name(host: str | None, port: int | None) -> str:
+    """``gen_ai.provider.name`` for the endpoint ``OPENAI_BASE_URL`` points at: a known
+    host's provider, ``ollama`` on its port, else the host itself."""
+    if not host:
+        return "openai"  # the SDK's default endpoint
+    if host in _PROVIDERS:
+        return _PROVIDERS[host]
+    for suffix, provider in _PROVIDER_SUFFIXES.items():
+        if host.endswith(suffix):
+            return provider
+    if port == _OLLAMA_PORT:
+        return "ollama"
+    return host
+
+
 @contextmanager
 def llm_call(
     operation: str,
@@ -92,25 +127,31 @@ def llm_call(
     *,
     messages: Sequence[dict[str, Any]] | None = None,
     response_format: dict[str, Any] | None = None,
+    streamed: bool = False,
     server: tuple[str | None, int | None] = (None, None),
 ) -> Iterator[LLMCallRecord]:
     """Observe one request to the model; the record is read when the block ends."""
+    if operation == "chat" and messages is not None:
+        record_llm_call(model, messages, streamed=streamed, response_format=response_format)
     purpose = purpose_of(operation, response_format)
     record = LLMCallRecord()
     attributes: dict[str, Any] | None = None
+    host, port = server
     if tracing_on():
         attributes = {
             "gen_ai.operation.name": operation,
-            "gen_ai.provider.name": "openai",
+            "gen_ai.provider.name": provider_name(host, port),
             "gen_ai.request.model": model,
             "liz.llm.purpose": purpose,
         }
-        host, port = server
         if host:
             attributes["server.address"] = host
         if port:
             attributes["server.port"] = port
-    with span(f"{operation} {model}", attributes, kind=SpanKind.CLIENT) as current:
+        if streamed:
+            attributes["gen_ai.request.stream"] = True
+    with span(f"{operation} {model}", attributes, kind=SpanKind.CLIENT) as given:
+        current = given if given is not None and given.is_recording() else None
         if current is not None and messages is not None and capture_content():
             current.set_attribute("gen_ai.input.messages", json.dumps(list(messages)))
         try:

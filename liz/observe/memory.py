@@ -1,5 +1,7 @@
-"""The facts store, observed: a span per search and write, as the GenAI memory operations
-name them, and the facts learned, updated and retired counted in the metrics."""
+"""The facts store, observed: a span per search and write, named as the GenAI conventions'
+memory operations are (``search_memory``; ``upsert_memory`` when learning decides what to
+add, update or retire; ``update_memory`` for an explicit batch), and the facts learned,
+updated and retired counted in the metrics."""
 
 from __future__ import annotations
 
@@ -10,18 +12,27 @@ from typing import Any
 from liz.observe import metrics
 from liz.observe.tracing import span, tracing_on
 
+# What gen_ai.memory.store.id names: liz's facts store (its scope is the agent and user).
+STORE_ID = "liz.facts"
+
 
 def memory_span(operation: str, agent_id: str, **attributes: Any) -> AbstractContextManager[Any]:
-    """A span ``{operation} facts`` (``search_memory``, ``update_memory``) around the block."""
+    """A span ``{operation}`` (``search_memory``, ``upsert_memory``...) around the block."""
     if not tracing_on():
         return span(operation)
     given = {
         "gen_ai.operation.name": operation,
-        "gen_ai.memory.store": "liz.facts",
+        "gen_ai.memory.store.id": STORE_ID,
         "gen_ai.agent.id": agent_id,
         **attributes,
     }
-    return span(f"{operation} facts", given)
+    return span(operation, given)
+
+
+def records_found(current: Any, count: int) -> None:
+    """How many facts a search returned, on its span."""
+    if current is not None:
+        current.set_attribute("gen_ai.memory.record.count", count)
 
 
 def count_events(events: Iterable[Any]) -> None:

@@ -16,6 +16,7 @@ def tool_span(name: str, call_id: str) -> AbstractContextManager[Span | None]:
         "gen_ai.operation.name": "execute_tool",
         "gen_ai.tool.name": name,
         "gen_ai.tool.call.id": call_id,
+        "gen_ai.tool.type": "function",
     }
     return span(f"execute_tool {name}", attributes)
 
@@ -26,4 +27,5 @@ def tool_outcome(current: Span | None, ok: bool, error: str | None) -> None:
         return
     current.set_attribute("liz.tool.ok", ok)
     if not ok:
+        current.set_attribute("error.type", "tool_error")
         current.set_status(Status(StatusCode.ERROR, error or "the tool call failed"))

@@ -3,29 +3,25 @@
 Unconfigured, :func:`span` is a no-op that allocates nothing: no provider, no context
 switch. Configured (``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``..._TRACES_ENDPOINT``, or
 ``OTEL_TRACES_EXPORTER=otlp|console``), spans go through the official SDK's batch
-processor to the OTLP/HTTP exporter, which reads the rest of the ``OTEL_*`` variables.
+processor to the OTLP/HTTP exporter, which reads the rest of the ``OTEL_*`` variables
+(liz.observe.span_export).
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 from collections.abc import Mapping
 from contextlib import AbstractContextManager, nullcontext
-from contextvars import Token
-from typing import Any
+from typing import Any, cast
 
-from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.context import Context
 from opentelemetry.sdk.resources import OTELResourceDetector, Resource
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import (
-    BatchSpanProcessor,
-    ConsoleSpanExporter,
-    SpanExporter,
-)
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
+from opentelemetry.trace import Span, SpanKind, Tracer
+
+from liz.observe.span_export import OTLPExport, batch_processor, stop_seconds, within
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +34,8 @@ class _State:
 
     tracer: Tracer | None = None
     provider: TracerProvider | None = None
+    exporter: OTLPExport | None = None
+    stop_seconds = 0.0
     capture_content = False
     signature: tuple[str, ...] | None = None
     global_set = False
@@ -79,14 +77,20 @@ def configure_tracing(environ: Mapping[str, str] | None = None) -> bool:
         return False
     resource = Resource.create({"service.name": env.get("OTEL_SERVICE_NAME") or "liz"})
     resource = resource.merge(OTELResourceDetector().detect())
-    provider = TracerProvider(resource=_HashedResource(resource.attributes, resource.schema_url))
-    provider.add_span_processor(_batch_processor(kind, env))
+    # Stopped by liz (shutdown_tracing, at exit), so that a dead collector cannot hold the
+    # process: the SDK's own exit hook waits for every retry of every batch.
+    hashed = _HashedResource(resource.attributes, resource.schema_url)
+    provider = TracerProvider(resource=hashed, shutdown_on_exit=False)
+    processor, _state.exporter = batch_processor(kind, env)
+    provider.add_span_processor(processor)
     _state.provider = provider
+    _state.stop_seconds = stop_seconds(env)
     _state.tracer = provider.get_tracer("liz")
     if not _state.global_set:
         # Your own spans (opentelemetry.trace.get_tracer) join liz's traces. The API lets a
         # process set its provider once: this one follows whatever liz is configured with.
         trace.set_tracer_provider(_CurrentProvider())
+        atexit.register(shutdown_tracing)
         _state.global_set = True
     logger.info("tracing on: spans exported by %s", kind)
     return True
@@ -105,15 +109,6 @@ class _HashedResource(Resource):
 
     def __eq__(self, other: object) -> bool:
         return super().__eq__(other)
-
-
-def _batch_processor(kind: str, env: Mapping[str, str]) -> BatchSpanProcessor:
-    """Larger, rarer exports than the SDK's defaults unless an ``OTEL_BSP_*`` variable is
-    set: the processor's thread takes the GIL from the turns less often."""
-    exporter = _exporter(kind)
-    if any(name.startswith("OTEL_BSP_") and value.strip() for name, value in env.items()):
-        return BatchSpanProcessor(exporter)  # the SDK reads them
-    return BatchSpanProcessor(exporter, max_queue_size=8192, max_export_batch_size=2048)
 
 
 class _CurrentProvider(trace.TracerProvider):
@@ -147,27 +142,42 @@ class _CurrentTracer(trace.Tracer):
         return self._tracer().start_as_current_span(*args, **kwargs)
 
 
-def _exporter(kind: str) -> SpanExporter:
-    if kind == "console":
-        return ConsoleSpanExporter()
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-
-    return OTLPSpanExporter()
-
-
 def shutdown_tracing() -> None:
-    """Send what is buffered and stop exporting."""
-    if _state.provider is not None:
-        _state.provider.shutdown()
-    _state.provider = None
-    _state.tracer = None
-    _state.signature = None
+    """Send what is buffered, waiting at most the stop deadline, and stop exporting."""
+    provider, exporter = _state.provider, _state.exporter
+    if provider is None:
+        return
+    if exporter is None or not exporter.down:
+        within(_state.stop_seconds, provider.force_flush)
+    _stop(provider, exporter)
 
 
 def flush_tracing() -> None:
-    """Export every finished span now (tests, and a CLI command before it exits)."""
-    if _state.provider is not None:
-        _state.provider.force_flush()
+    """Export every finished span now (a process closing its runtime, tests).
+
+    Waits at most ``OTEL_BSP_EXPORT_TIMEOUT`` (1 s unless set), and not at all for a
+    collector the last batch did not reach; spans not taken by then are dropped, tracing
+    is stopped, and the next :func:`configure_tracing` starts it afresh.
+    """
+    provider, exporter = _state.provider, _state.exporter
+    if provider is None:
+        return
+    if (exporter is None or not exporter.down) and within(
+        _state.stop_seconds, provider.force_flush
+    ):
+        return
+    logger.warning("tracing stopped: the collector is not taking spans; those not sent are dropped")
+    _stop(provider, exporter)
+
+
+def _stop(provider: TracerProvider, exporter: OTLPExport | None) -> None:
+    if exporter is not None:
+        exporter.stop()  # ends the exporter's retries, which the provider would wait for
+    within(_state.stop_seconds, provider.shutdown)
+    _state.provider = None
+    _state.tracer = None
+    _state.exporter = None
+    _state.signature = None
 
 
 def tracing_on() -> bool:
@@ -192,36 +202,15 @@ def span(
 ) -> AbstractContextManager[Span | None]:
     """A span around the block, current inside it; None (and no cost) when tracing is off.
 
-    The block gets None too for a span that is not sampled, so it builds no attributes.
-    An exception leaving the block is recorded on the span and marks it as an error.
+    An exception leaving the block is recorded on the span and marks it as an error. A
+    span that is not sampled records nothing: check ``is_recording()`` before building
+    costly attributes.
     """
     tracer = _state.tracer
     if tracer is None:
         return _OFF
-    return _Scope(tracer.start_span(name, context, kind, attributes, links))
-
-
-class _Scope:
-    """The SDK's ``start_as_current_span`` without its layers of generator context managers,
-    which cost more than the span itself."""
-
-    __slots__ = ("_span", "_token")
-
-    def __init__(self, current: Span) -> None:
-        self._span = current
-        self._token: Token[Context] | None = None
-
-    def __enter__(self) -> Span | None:
-        self._token = otel_context.attach(trace.set_span_in_context(self._span))
-        return self._span if self._span.is_recording() else None
-
-    def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
-        if self._token is not None:
-            otel_context.detach(self._token)
-        if isinstance(exc, Exception) and self._span.is_recording():
-            self._span.record_exception(exc)
-            self._span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
-        self._span.end()
+    scope = tracer.start_as_current_span(name, context, kind, attributes, links)
+    return cast(AbstractContextManager[Span | None], scope)
 
 
 def trace_ids() -> tuple[str, str] | None:

@@ -1,4 +1,10 @@
-"""A turn, observed: its span (agent, source, route, outcome, tokens), metrics and usage rows."""
+"""A turn, observed: its span (agent, room, source, route, outcome, tokens), each chain step
+an event on it, the turn's metrics, and its usage rows.
+
+The turn is one ``invoke_agent`` span, as the GenAI conventions have it. Its steps are not
+spans of their own: each is an event ``liz.step`` (name, time with and without the steps
+after it, depth when nested), made from the turn's record (liz.trace) when it ends.
+"""
 
 from __future__ import annotations
 
@@ -21,6 +27,7 @@ from liz.observe.usage import UsageMeter
 
 if TYPE_CHECKING:
     from liz.errors import LizError
+    from liz.trace import StepTiming, Trace
     from liz.types import InputObject
 
 logger = logging.getLogger(__name__)
@@ -31,14 +38,21 @@ class ObservedTurn:
     agent_id: str
     span: Span | None
 
-    def end(
-        self, route: str | None, error: LizError | None, usage: UsageMeter, seconds: float
-    ) -> None:
-        """Record the turn's outcome on its span and in the metrics."""
+    def failed(self, exc: Exception) -> None:
+        """An exception reached the chain's error handling: the span keeps it as an event."""
+        if self.span is not None:
+            self.span.record_exception(exc)
+            self.span.set_attribute("error.type", type(exc).__qualname__)
+
+    def end(self, route: str | None, error: LizError | None, trace: Trace, seconds: float) -> None:
+        """Record the turn's outcome, and its steps as events, on its span and in the metrics."""
         status = "ok" if error is None else str(error.status)
         metrics.turn(self.agent_id, route, status, seconds)
         if self.span is None:
             return
+        for step in trace.steps:
+            self.span.add_event("liz.step", _step_attributes(step), step.started_ns or None)
+        usage = trace.usage
         self.span.set_attributes(
             {
                 "liz.route": route or "",
@@ -52,9 +66,21 @@ class ObservedTurn:
             self.span.set_status(Status(StatusCode.ERROR, error.message))
 
 
+def _step_attributes(step: StepTiming) -> dict[str, str | int | float]:
+    # Few attributes: the exporter encodes every attribute of every event, one by one.
+    attributes: dict[str, str | int | float] = {
+        "liz.step.name": step.step,
+        "liz.step.duration_ms": round(step.total_ms, 3),
+        "liz.step.own_ms": round(step.own_ms, 3),
+    }
+    if step.depth:
+        attributes["liz.step.depth"] = step.depth
+    return attributes
+
+
 @contextmanager
 def observe_turn(input: InputObject, agent_name: str) -> Iterator[ObservedTurn]:
-    """The turn's span around the block (its steps' and LLM calls' spans are its children)."""
+    """The turn's span around the block (its LLM calls', tools' and memory's are children)."""
     if not tracing_on():
         yield ObservedTurn(input.agent_id, None)
         return
@@ -62,10 +88,12 @@ def observe_turn(input: InputObject, agent_name: str) -> Iterator[ObservedTurn]:
         "gen_ai.operation.name": "invoke_agent",
         "gen_ai.agent.id": input.agent_id,
         "gen_ai.agent.name": agent_name,
+        "gen_ai.conversation.id": input.room,
         "liz.source": str(input.source),
     }
     with span(f"invoke_agent {agent_name}", attributes) as current:
-        yield ObservedTurn(input.agent_id, current)
+        recording = current if current is not None and current.is_recording() else None
+        yield ObservedTurn(input.agent_id, recording)
 
 
 async def store_usage(
