@@ -24,6 +24,7 @@ from liz.types import AgentReply, EventSink, InputObject, Memory, Next, TokenSin
 
 if TYPE_CHECKING:
     from liz.character import Character
+    from liz.db.driver import Bound
     from liz.facts.domain import Fact
     from liz.templates import PromptTemplates
     from liz.types import RouteChoice
@@ -33,6 +34,8 @@ logger = logging.getLogger(__name__)
 Middleware = Callable[["AgentRequest", "AgentResponse", Next], Awaitable[None]]
 RouteHandler = Callable[["AgentRequest", "AgentResponse"], Awaitable[None]]
 ErrorHandler = Callable[[Exception, "AgentRequest", "AgentResponse"], Awaitable[None]]
+# Statements to commit with the stored reply, built from it (a connector's outbox rows).
+ReplyStatements = Callable[[AgentReply], Sequence["Bound"]]
 
 
 @dataclass(frozen=True)
@@ -115,6 +118,10 @@ class AgentResponse:
         self.reply: AgentReply | None = None
         self.kind = "text"
         self.error: LizError | None = None
+        # Committed in the reply's own transaction by create_memory, which then sets
+        # ``stored_with_reply``; a chain without it leaves that to the caller.
+        self.with_reply: ReplyStatements | None = None
+        self.stored_with_reply = False
 
     @property
     def streaming(self) -> bool:
@@ -241,15 +248,19 @@ class AgentFramework:
         on_token: TokenSink | None = None,
         on_event: EventSink | None = None,
         dry_run: bool = False,
+        with_reply: ReplyStatements | None = None,
     ) -> AgentResponse:
         """Run one input through the chain; always returns a reply or an error, never raises.
 
         ``on_token`` receives the reply's text as routes generate it (server-sent events).
-        With ``dry_run`` the reply is generated but nothing is stored.
+        With ``dry_run`` the reply is generated but nothing is stored. ``with_reply``
+        builds statements committed in the reply's own transaction (see
+        :attr:`AgentResponse.with_reply`).
         """
         chain = compose([*self._middleware, *agent.middleware, *self._chain])
         req = AgentRequest(input=input, agent=agent, runtime=self.runtime, dry_run=dry_run)
         res = AgentResponse(input, on_token=on_token, on_event=on_event)
+        res.with_reply = with_reply
         started = time.perf_counter()
         with (
             observe_turn(input, agent.name) as turn,

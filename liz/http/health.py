@@ -10,6 +10,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from liz.agent import BaseAgent
+from liz.connectors.status import bot_statuses
 from liz.db.health import WriteProbe
 from liz.learning_queue.health import learning_backlog, set_aside
 from liz.pipeline import AgentFramework
@@ -67,4 +68,17 @@ async def health(request: Request) -> Response:
         body["learning"] = await learning_backlog(framework.runtime)
         if database == "ok" and (aside := await set_aside(framework.runtime.reads)):
             body["setAside"] = aside  # messages learning gave up on (`liz facts retry ID`)
+    if database == "ok" and (bots := await _chat_bots(framework)):
+        body["connectors"] = bots  # liz telegram run: last poll, backlog, answered
     return JSONResponse(body, status_code=status)
+
+
+async def _chat_bots(framework: AgentFramework) -> list[dict[str, Any]]:
+    try:
+        async with framework.runtime.reads() as session:
+            bots = await bot_statuses(session)
+    except Exception as exc:  # the health check reports, it never fails itself
+        logger.warning("health check: cannot read the chat bots: %s", exc)
+        return []
+    now = framework.runtime.clock.now()
+    return [bot.as_json(now) for bot in bots]
