@@ -37,6 +37,7 @@ async def store_batch(
             ConnectorInboxRecord(
                 bot_key=bot_key,
                 message_key=message.message_key,
+                sequence=message.sequence,
                 agent_id=agent_id,
                 user_id=message.user_id,
                 room_id=message.room_id,
@@ -67,7 +68,7 @@ async def to_answer(session: AsyncSession, bot_key: str, limit: int) -> list[Con
     rows = await session.scalars(
         select(ConnectorInboxRecord)
         .where(ConnectorInboxRecord.bot_key == bot_key, ConnectorInboxRecord.state == RECEIVED)
-        .order_by(ConnectorInboxRecord.received_at, ConnectorInboxRecord.message_key)
+        .order_by(ConnectorInboxRecord.sequence, ConnectorInboxRecord.message_key)
         .limit(limit)
     )
     return list(rows)

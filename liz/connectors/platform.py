@@ -24,6 +24,7 @@ class Incoming:
     """One message the bot will answer, in the platform's own ids."""
 
     message_key: str  # unique per bot: "<chat id>:<message id>"
+    sequence: int  # the platform's order of arrival (Telegram's update id)
     user_id: str  # "<platform>:<user id>": each person's facts are their own
     room_id: str  # "<platform>:<chat id>": a group's conversation is shared
     chat_id: str

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Index, Integer, PrimaryKeyConstraint, Text, func
+from sqlalchemy import BigInteger, Index, Integer, PrimaryKeyConstraint, Text, func
 from sqlalchemy.orm import Mapped, mapped_column
 
 from liz.db.tables import Base
@@ -44,6 +44,8 @@ class ConnectorInboxRecord(Base):
     bot_key: Mapped[str] = mapped_column("botKey", Text)
     # "<chat id>:<message id>": unique per bot.
     message_key: Mapped[str] = mapped_column("messageKey", Text)
+    # The platform's order of arrival (Telegram's update id): answered in this order.
+    sequence: Mapped[int] = mapped_column(BigInteger)
     agent_id: Mapped[str] = mapped_column("agentId", Text)
     user_id: Mapped[str] = mapped_column("userId", Text)  # "telegram:<user id>"
     room_id: Mapped[str] = mapped_column("roomId", Text)  # "telegram:<chat id>"

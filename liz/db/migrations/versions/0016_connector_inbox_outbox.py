@@ -32,6 +32,7 @@ def upgrade() -> None:
         "ConnectorInbox",
         sa.Column("botKey", sa.Text(), nullable=False),
         sa.Column("messageKey", sa.Text(), nullable=False),
+        sa.Column("sequence", sa.BigInteger(), nullable=False),
         sa.Column("agentId", sa.Text(), nullable=False),
         sa.Column("userId", sa.Text(), nullable=False),
         sa.Column("roomId", sa.Text(), nullable=False),
