@@ -97,9 +97,9 @@ class BotProcess:
         self.process.wait(timeout=30)
         self._log.close()
 
-    def interrupt(self) -> None:
-        """Stop as Ctrl-C does."""
-        self.process.send_signal(signal.SIGINT)
+    def terminate(self) -> None:
+        """Stop as a service manager does (SIGTERM)."""
+        self.process.send_signal(signal.SIGTERM)
         self.process.wait(timeout=30)
         self._log.close()
 

@@ -59,7 +59,7 @@ def test_a_clean_restart_answers_nothing_twice(tmp_path: Path, database_url: str
         env = bot_env(api_url, llm_url, database_url)
         with running_bot(env, tmp_path, "first") as first:
             wait_until(lambda: len(telegram.sent) == 3, "three answers")
-            first.interrupt()
+            first.terminate()
         polls_before = sum(1 for call in telegram.calls if call.method == "getUpdates")
         with running_bot(env, tmp_path, "second") as second:
             second.wait_for("reading and answering")

@@ -48,5 +48,5 @@ def run(
         chosen = pick_agent(app.agents, agent, doing="that answers on Telegram")
         try:
             asyncio.run(run_telegram(app, chosen))
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, asyncio.CancelledError):  # Ctrl-C or SIGTERM
             typer.echo("stopped")

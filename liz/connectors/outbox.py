@@ -10,9 +10,12 @@ twice. Every other part is sent exactly once, and none is lost.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from datetime import datetime
+from typing import Any, TypeVar
 
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -25,6 +28,7 @@ from liz.db.driver import Bound, Statement
 from liz.types import Clock
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 PLANNED, SENT, DROPPED = "planned", "sent", "dropped"
 
@@ -105,7 +109,9 @@ async def send_unsent(
         waits = 0
         while True:
             try:
-                message_id = await platform.send(row.chat_id, row.text, reply_to=row.reply_to)
+                # A stop (Ctrl-C, SIGTERM) waits for the call and its note: a clean stop
+                # leaves no part whose fate is unknown.
+                message_id = await _whole(_send_and_note(platform, sessions, row))
             except ConnectorRateLimited as exc:
                 waits += 1
                 if waits > _RATE_LIMIT_WAITS:
@@ -120,10 +126,28 @@ async def send_unsent(
                 )
                 await _set(sessions, row, state=DROPPED)
                 break
-            await _set(sessions, row, state=SENT, sent_id=message_id)
             sent += 1
             break
     return sent
+
+
+async def _send_and_note(
+    platform: ChatPlatform, sessions: async_sessionmaker[AsyncSession], row: ConnectorOutboxRecord
+) -> str:
+    message_id = await platform.send(row.chat_id, row.text, reply_to=row.reply_to)
+    await _set(sessions, row, state=SENT, sent_id=message_id)
+    return message_id
+
+
+async def _whole(work: Coroutine[Any, Any, T]) -> T:
+    """``await work``, finished even when the caller is cancelled meanwhile."""
+    task = asyncio.ensure_future(work)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):
+            await task
+        raise
 
 
 async def backlog(session: AsyncSession, bot_key: str) -> int:

@@ -39,6 +39,7 @@ async def run_telegram(app: App, agent_id: str) -> None:
         return agent.templates.render("telegram_start.j2", first_name=first_name)
 
     platform = TelegramPlatform(settings, greeting=greeting)
+    stop_on_sigterm()
     try:
         async with app.open() as framework:
             framework.runtime.llm  # noqa: B018 -- raises LLMNotConfigured now, not at the first message
@@ -46,3 +47,14 @@ async def run_telegram(app: App, agent_id: str) -> None:
             await bot.run()
     finally:
         await platform.aclose()
+
+
+def stop_on_sigterm() -> None:
+    """SIGTERM (systemd, Docker, Kubernetes) stops the bot as Ctrl-C does: a send in
+    flight is finished and noted first, so a restart sends nothing twice."""
+    import asyncio
+    import signal
+
+    task = asyncio.current_task()
+    if task is not None:
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
