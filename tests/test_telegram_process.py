@@ -64,8 +64,9 @@ def test_a_clean_restart_answers_nothing_twice(tmp_path: Path, database_url: str
         with running_bot(env, tmp_path, "second") as second:
             second.wait_for("reading and answering")
             wait_until(
-                lambda: sum(1 for c in telegram.calls if c.method == "getUpdates")
-                >= polls_before + 2,
+                lambda: (
+                    sum(1 for c in telegram.calls if c.method == "getUpdates") >= polls_before + 2
+                ),
                 "two polls after the restart",
             )
             telegram.say("one more", user_id=200)
@@ -100,9 +101,7 @@ def test_a_long_reply_is_split_under_4096_with_nothing_lost(tmp_path: Path) -> N
     with telegram.serve() as api_url, llm.serve() as llm_url:
         env = bot_env(api_url, llm_url, f"file:{tmp_path / 'liz.db'}")
         with running_bot(env, tmp_path):
-            wait_until(
-                lambda: "".join(telegram.sent_to(7)).count("Part ") == 8, "the whole reply"
-            )
+            wait_until(lambda: "".join(telegram.sent_to(7)).count("Part ") == 8, "the whole reply")
     parts = telegram.sent_to(7)
     assert len(parts) >= 3
     assert all(len(part) <= 4096 for part in parts)
@@ -151,9 +150,7 @@ def test_two_processes_for_one_bot_one_polls_the_other_waits(
         with running_bot(env, tmp_path, "a") as first, running_bot(env, tmp_path, "b") as second:
             first.wait_for("answers for agent")
             second.wait_for("answers for agent")
-            wait_until(
-                lambda: "standing by" in first.log + second.log, "one process standing by"
-            )
+            wait_until(lambda: "standing by" in first.log + second.log, "one process standing by")
             leader, standby = (first, second) if "standing by" in second.log else (second, first)
             for n in range(4):
                 telegram.say(f"question {n}", user_id=300 + n)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import timedelta
 
 from liz.agent import BaseAgent
@@ -60,8 +60,12 @@ class ChatBot:
         leader_retry_seconds: float = 5.0,
         typing_every_seconds: float = 4.0,
         max_backoff_seconds: float = 60.0,
+        agents: Mapping[str, BaseAgent] | None = None,
     ) -> None:
         self.agent = agent
+        # A message stored for another agent (webhook mode: the URL names it) is
+        # answered by that agent.
+        self.agents = dict(agents or {agent.agent_id: agent})
         self.framework = framework
         self.platform = platform
         self.source = source
@@ -89,7 +93,7 @@ class ChatBot:
             self.platform.name,
             self.identity.username,
             self.identity.id,
-            self.agent.agent_id,
+            ", ".join(sorted(self.agents)),
         )
         leader = self.leader or bot_leader_lock(self.framework.runtime.engine, self.bot_key)
         try:
@@ -167,10 +171,11 @@ class ChatBot:
                 )
 
     async def _answer(self, message: ConnectorInboxRecord) -> None:
+        agent = self.agents.get(message.agent_id, self.agent)
         input = InputObject(
             source=self.source,
             user_id=message.user_id,
-            agent_id=self.agent.agent_id,
+            agent_id=agent.agent_id,
             room_id=message.room_id,
             text=message.text,
         )
@@ -179,7 +184,7 @@ class ChatBot:
             return reply_statements(message, self.platform.split(reply.text), self.clock.now())
 
         async with self._typing(message.chat_id):
-            response = await self.framework.process(input, self.agent, with_reply=with_reply)
+            response = await self.framework.process(input, agent, with_reply=with_reply)
         error = response.error
         if error is None and response.reply is not None:
             if not response.stored_with_reply:  # a chain without create_memory

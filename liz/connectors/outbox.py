@@ -111,7 +111,7 @@ async def send_unsent(
             try:
                 # A stop (Ctrl-C, SIGTERM) waits for the call and its note: a clean stop
                 # leaves no part whose fate is unknown.
-                message_id = await _whole(_send_and_note(platform, sessions, row))
+                await _whole(_send_and_note(platform, sessions, row))
             except ConnectorRateLimited as exc:
                 waits += 1
                 if waits > _RATE_LIMIT_WAITS:

@@ -1,6 +1,7 @@
 """``GET /metrics``: liz's Prometheus metrics, behind the API key unless LIZ_METRICS_PUBLIC.
 
-The learning queue's backlog and the chat bots' state are read from the database as the metrics are asked for.
+The learning queue's backlog and the chat bots' state are read from the database as
+the metrics are asked for.
 """
 
 from __future__ import annotations

@@ -137,9 +137,7 @@ class TelegramPlatform:
                 f"Telegram refused the bot token ({text}): check TELEGRAM_BOT_TOKEN"
             )
         if isinstance(exc, RetryAfter):
-            return ConnectorRateLimited(
-                f"Telegram asks to wait: {text}", retry_after=_seconds(exc)
-            )
+            return ConnectorRateLimited(f"Telegram asks to wait: {text}", retry_after=_seconds(exc))
         if isinstance(exc, Forbidden | BadRequest | ChatMigrated):
             return ConnectorRejected(f"Telegram refused the call: {text}")
         if isinstance(exc, Conflict):

@@ -77,14 +77,16 @@ def _addressed(
     if command_to_me is not None:
         return True
     replied = message.reply_to_message
-    if replied is not None and replied.from_user is not None:
-        if str(replied.from_user.id) == me.id:
-            return True
+    if replied is not None and replied.from_user is not None and str(replied.from_user.id) == me.id:
+        return True
     mention = f"@{me.username}".lower()
     for entity, value in entities.items():
         if entity.type == MessageEntity.MENTION and value.lower() == mention:
             return True
-        if entity.type == MessageEntity.TEXT_MENTION and entity.user is not None:
-            if str(entity.user.id) == me.id:
-                return True
+        if (
+            entity.type == MessageEntity.TEXT_MENTION
+            and entity.user
+            and str(entity.user.id) == me.id
+        ):
+            return True
     return False

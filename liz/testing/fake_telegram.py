@@ -164,6 +164,12 @@ class FakeTelegram:
             self._state.updates.append({"update_id": update_id, "message": message})
         return update_id
 
+    def take_updates(self) -> list[dict[str, Any]]:
+        """Remove and return the waiting updates: what Telegram would POST to a webhook."""
+        with self._lock:
+            taken, self._state.updates = self._state.updates, []
+        return taken
+
     def rate_limit(self, method: str, retry_after: float = 1) -> None:
         """The next call of ``method`` gets 429 with ``retry_after`` (whole seconds)."""
         with self._lock:
@@ -259,8 +265,9 @@ class FakeTelegram:
             if self._state.polling:
                 self.conflicts += 1
                 raise _Refused(
-                    409, "Conflict: terminated by other getUpdates request; make sure that "
-                    "only one bot instance is running"
+                    409,
+                    "Conflict: terminated by other getUpdates request; make sure that "
+                    "only one bot instance is running",
                 )
             self._state.polling += 1
         try:

@@ -47,9 +47,7 @@ def upgrade() -> None:
         sa.Column("answeredAt", UTCDateTime(), nullable=True),
         sa.PrimaryKeyConstraint("botKey", "messageKey", name=op.f("ConnectorInbox_pkey")),
     )
-    op.create_index(
-        op.f("ConnectorInbox_botKey_state_idx"), "ConnectorInbox", ["botKey", "state"]
-    )
+    op.create_index(op.f("ConnectorInbox_botKey_state_idx"), "ConnectorInbox", ["botKey", "state"])
     op.create_table(
         "ConnectorOutbox",
         sa.Column("botKey", sa.Text(), nullable=False),
