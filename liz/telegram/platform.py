@@ -75,6 +75,12 @@ class TelegramPlatform:
     async def identify(self) -> BotIdentity:
         me = await self._call(self._bot.get_me)
         self._me = BotIdentity(id=str(me.id), username=me.username or str(me.id))
+        if not me.can_read_all_group_messages:
+            logger.info(
+                "@%s has privacy mode on: in groups it sees only commands, mentions of it "
+                "and replies to it (enough to answer them); private chats are not affected",
+                self._me.username,
+            )
         return self._me
 
     async def read(self, after: str | None) -> Batch:
