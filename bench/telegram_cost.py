@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -25,7 +28,7 @@ from scripted_server import scripted_server
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from liz.testing.fake_telegram import FakeTelegram  # noqa: E402
+from liz.testing.fake_telegram import FakeTelegram
 
 TOKEN = "777:bench-token"
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -53,11 +56,9 @@ def telegram_cost(llm_url: str, folder: Path, messages: int) -> float:
         env = base_env(llm_url, folder, f"telegram-{time.monotonic_ns()}")
         env |= {"TELEGRAM_BOT_TOKEN": TOKEN, "TELEGRAM_API_URL": api_url}
         env["TELEGRAM_POLL_TIMEOUT"] = "25"
-        port = free_port()  # liz telegram run serves nothing: ready once it polls
         log = folder / "telegram.log"
         command = [sys.executable, "-m", "liz", "telegram", "run", "--agent", "business-advisor"]
         with _polling(command, env, folder, log, telegram) as pid:
-            del port
             telegram.say("warm up", user_id=1)
             _wait(lambda: len(telegram.sent) == 1)
             before = cpu_seconds(pid)
@@ -72,48 +73,47 @@ def http_cost(llm_url: str, folder: Path, messages: int) -> float:
     env = base_env(llm_url, folder, f"http-{time.monotonic_ns()}")
     command = [sys.executable, "-m", "liz", "serve", "--host", "127.0.0.1", "--port", str(port)]
     url = f"http://127.0.0.1:{port}"
-    with running(command, f"{url}/health", folder / "serve.log", env, folder) as process:
-        with httpx.Client(base_url=url, timeout=60) as client:
+    with (
+        running(command, f"{url}/health", folder / "serve.log", env, folder) as process,
+        httpx.Client(base_url=url, timeout=60) as client,
+    ):
 
-            def say(user: str, text: str) -> None:
-                body = {"input": {"agentId": "business-advisor", "userId": user, "text": text}}
-                client.post("/agent/input", json=body).raise_for_status()
+        def say(user: str, text: str) -> None:
+            body = {"input": {"agentId": "business-advisor", "userId": user, "text": text}}
+            client.post("/agent/input", json=body).raise_for_status()
 
-            say("warm", "warm up")
-            before = cpu_seconds(process.pid)
-            for number in range(messages):
-                say(f"user-{number}", f"message {number}: how do I price a product?")
-            return (cpu_seconds(process.pid) - before) / messages
+        say("warm", "warm up")
+        before = cpu_seconds(process.pid)
+        for number in range(messages):
+            say(f"user-{number}", f"message {number}: how do I price a product?")
+        return (cpu_seconds(process.pid) - before) / messages
 
 
-class _polling:
-    """``liz telegram run`` until the block ends, once it reads (its pid)."""
-
-    def __init__(
-        self, command: list[str], env: dict[str, str], cwd: Path, log: Path, fake: FakeTelegram
-    ) -> None:
-        import subprocess
-
-        self._output = log.open("ab")
-        self.process = subprocess.Popen(
-            command, cwd=cwd, env={**os.environ, **env}, stdout=self._output, stderr=self._output
+@contextmanager
+def _polling(
+    command: list[str], env: dict[str, str], cwd: Path, log: Path, fake: FakeTelegram
+) -> Iterator[int]:
+    """``liz telegram run`` until the block ends, once it reads; yields its pid."""
+    with log.open("ab") as output:
+        process = subprocess.Popen(
+            command, cwd=cwd, env={**os.environ, **env}, stdout=output, stderr=output
         )
-        self.fake = fake
-
-    def __enter__(self) -> int:
-        _wait(lambda: any(c.method == "getUpdates" for c in self.fake.calls), self.process)
-        return self.process.pid
-
-    def __exit__(self, *exc: object) -> None:
-        self.process.terminate()
-        self.process.wait(timeout=30)
-        self._output.close()
+        try:
+            _wait(lambda: any(c.method == "getUpdates" for c in fake.calls), process)
+            yield process.pid
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
 
 
-def _wait(done: object, process: object = None, timeout: float = 300) -> None:
+def _wait(
+    done: Callable[[], bool],
+    process: subprocess.Popen[bytes] | None = None,
+    timeout: float = 300,
+) -> None:
     deadline = time.monotonic() + timeout
-    while not done():  # type: ignore[operator]
-        if process is not None and process.poll() is not None:  # type: ignore[attr-defined]
+    while not done():
+        if process is not None and process.poll() is not None:
             raise RuntimeError("liz telegram run exited")
         if time.monotonic() > deadline:
             raise RuntimeError("timed out")
@@ -132,14 +132,16 @@ def main() -> None:
             http = http_cost(llm_url, folder, args.messages)
             telegram = telegram_cost(llm_url, folder, args.messages)
             rows.append((http, telegram))
-    print(f"| round | HTTP turn, CPU ms | Telegram message, CPU ms | ratio |")
+    print("| round | HTTP turn, CPU ms | Telegram message, CPU ms | ratio |")
     print("|---|---|---|---|")
     for number, (http, telegram) in enumerate(rows, 1):
         print(f"| {number} | {http * 1000:.2f} | {telegram * 1000:.2f} | {telegram / http:.2f} |")
     http_all = sorted(h for h, _ in rows)[len(rows) // 2]
     telegram_all = sorted(t for _, t in rows)[len(rows) // 2]
-    print(f"| median | {http_all * 1000:.2f} | {telegram_all * 1000:.2f} | "
-          f"{telegram_all / http_all:.2f} |")
+    print(
+        f"| median | {http_all * 1000:.2f} | {telegram_all * 1000:.2f} | "
+        f"{telegram_all / http_all:.2f} |"
+    )
 
 
 if __name__ == "__main__":

@@ -128,7 +128,7 @@ class ChatBot:
         answer_after = self.clock.now()
         while await leader.still_held():
             try:
-                await send_unsent(self.platform, sessions, self.bot_key, self.clock)
+                await self._send_unsent()
                 if self.clock.now() >= answer_after:
                     await self._answer_waiting()
                     backoff = 0.0
@@ -166,9 +166,11 @@ class ChatBot:
                 return
             for message in waiting:
                 await self._answer(message)
-                await send_unsent(
-                    self.platform, self.framework.runtime.sessions, self.bot_key, self.clock
-                )
+                await self._send_unsent()
+
+    async def _send_unsent(self) -> None:
+        runtime = self.framework.runtime
+        await send_unsent(self.platform, runtime.sessions, runtime.engine, self.bot_key, self.clock)
 
     async def _answer(self, message: ConnectorInboxRecord) -> None:
         agent = self.agents.get(message.agent_id, self.agent)
@@ -213,19 +215,26 @@ class ChatBot:
 
     @contextlib.asynccontextmanager
     async def _typing(self, chat_id: str) -> AsyncIterator[None]:
-        """Show "typing" in the chat while the block runs."""
+        """Show "typing" in the chat while the block runs.
+
+        The last call is let finish rather than cancelled: an HTTP call cancelled
+        half-way can leave its pooled connection unusable, and enough of those (one
+        per answer) would leave no connection to send replies with.
+        """
+        done = asyncio.Event()
 
         async def keep_typing() -> None:
-            while True:
+            while not done.is_set():
                 try:
                     await self.platform.typing(chat_id)
                 except LizError as exc:  # only a courtesy: never stops an answer
                     logger.debug("%s: could not show typing: %s", self.bot_key, exc.message)
-                await self.clock.sleep(self.typing_every_seconds)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(done.wait(), self.typing_every_seconds)
 
         task = asyncio.create_task(keep_typing())
         try:
             yield
         finally:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+            done.set()
+            await task

@@ -17,14 +17,14 @@ from collections.abc import Coroutine, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import func, select, update
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from liz.connectors.errors import ConnectorRateLimited, ConnectorRejected
 from liz.connectors.inbox import ANSWERED, RECEIVED
 from liz.connectors.platform import ChatPlatform
 from liz.connectors.tables import ConnectorInboxRecord, ConnectorOutboxRecord
-from liz.db.driver import Bound, Statement
+from liz.db.driver import Bound, Statement, connect
 from liz.types import Clock
 
 logger = logging.getLogger(__name__)
@@ -71,6 +71,7 @@ def reply_statements(
 async def send_unsent(
     platform: ChatPlatform,
     sessions: async_sessionmaker[AsyncSession],
+    engine: AsyncEngine,
     bot_key: str,
     clock: Clock,
 ) -> int:
@@ -105,13 +106,14 @@ async def send_unsent(
                 row.position + 1,
                 row.message_key,
             )
-        await _set(sessions, row, attempted_at=clock.now())
+        where = (row.bot_key, row.message_key, row.position)
+        await _mark(engine, _MARK_ATTEMPTED, clock.now(), *where)
         waits = 0
         while True:
             try:
                 # A stop (Ctrl-C, SIGTERM) waits for the call and its note: a clean stop
                 # leaves no part whose fate is unknown.
-                await _whole(_send_and_note(platform, sessions, row))
+                await _whole(_send_and_note(platform, engine, row))
             except ConnectorRateLimited as exc:
                 waits += 1
                 if waits > _RATE_LIMIT_WAITS:
@@ -124,7 +126,7 @@ async def send_unsent(
                     "%s: the platform refused part %d of the reply to %s: %s; dropped",
                     *(bot_key, row.position + 1, row.message_key, exc.message),
                 )
-                await _set(sessions, row, state=DROPPED)
+                await _mark(engine, _MARK_DONE, DROPPED, None, *where)
                 break
             sent += 1
             break
@@ -132,10 +134,10 @@ async def send_unsent(
 
 
 async def _send_and_note(
-    platform: ChatPlatform, sessions: async_sessionmaker[AsyncSession], row: ConnectorOutboxRecord
+    platform: ChatPlatform, engine: AsyncEngine, row: ConnectorOutboxRecord
 ) -> str:
     message_id = await platform.send(row.chat_id, row.text, reply_to=row.reply_to)
-    await _set(sessions, row, state=SENT, sent_id=message_id)
+    await _mark(engine, _MARK_DONE, SENT, message_id, row.bot_key, row.message_key, row.position)
     return message_id
 
 
@@ -160,16 +162,17 @@ async def backlog(session: AsyncSession, bot_key: str) -> int:
     return int(found or 0)
 
 
-async def _set(
-    sessions: async_sessionmaker[AsyncSession], row: ConnectorOutboxRecord, **values: object
-) -> None:
-    async with sessions() as session, session.begin():
-        await session.execute(
-            update(ConnectorOutboxRecord)
-            .where(
-                ConnectorOutboxRecord.bot_key == row.bot_key,
-                ConnectorOutboxRecord.message_key == row.message_key,
-                ConnectorOutboxRecord.position == row.position,
-            )
-            .values(**values)
-        )
+_MARK_ATTEMPTED = Statement.of(
+    'UPDATE "ConnectorOutbox" SET "attemptedAt" = {} '
+    'WHERE "botKey" = {} AND "messageKey" = {} AND "position" = {}'
+)
+_MARK_DONE = Statement.of(
+    'UPDATE "ConnectorOutbox" SET "state" = {}, "sentId" = {} '
+    'WHERE "botKey" = {} AND "messageKey" = {} AND "position" = {}'
+)
+
+
+async def _mark(engine: AsyncEngine, statement: Statement, *values: object) -> None:
+    """One outbox row's update, straight to the driver: two per part sent."""
+    async with connect(engine) as db:
+        await db.commit(statement.bind(*values))

@@ -66,7 +66,7 @@ class TelegramPlatform:
             self._token,
             base_url=f"{root}/bot{{token}}",
             base_file_url=f"{root}/file/bot{{token}}",
-            request=HTTPXRequest(connection_pool_size=4),
+            request=HTTPXRequest(connection_pool_size=8),
             # A long poll waits up to poll_timeout before the server answers.
             get_updates_request=HTTPXRequest(read_timeout=settings.poll_timeout + 10.0),
         )
