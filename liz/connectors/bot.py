@@ -20,14 +20,15 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import timedelta
 
 from liz.agent import BaseAgent
+from liz.caller_errors import as_liz_error
 from liz.connectors import inbox
-from liz.connectors.errors import ConnectorAuthError, ConnectorRateLimited
+from liz.connectors.errors import ConnectorAuthError, ConnectorError, ConnectorRateLimited
 from liz.connectors.leader import bot_leader_lock
 from liz.connectors.outbox import reply_statements, send_unsent
 from liz.connectors.platform import BotIdentity, ChatPlatform
 from liz.connectors.tables import ConnectorInboxRecord
 from liz.db.driver import Bound, connect
-from liz.errors import LizError
+from liz.errors import LizError, StorageError
 from liz.pipeline import AgentFramework
 from liz.twitter.leader import LeaderLock
 from liz.types import AgentReply, Clock, InputObject, InputSource, SystemClock
@@ -124,14 +125,15 @@ class ChatBot:
         sessions = self.framework.runtime.sessions
         async with sessions() as session:
             position = await inbox.cursor(session, self.bot_key)
-        backoff = 0.0
+        # Two backoffs: reading goes on while answering waits for the LLM to come back.
+        read_backoff = answer_backoff = 0.0
         answer_after = self.clock.now()
         while await leader.still_held():
             try:
                 await self._send_unsent()
                 if self.clock.now() >= answer_after:
                     await self._answer_waiting()
-                    backoff = 0.0
+                    answer_backoff = 0.0
                 batch = await self.platform.read(position)
                 async with sessions() as session, session.begin():
                     new = await inbox.store_batch(
@@ -142,6 +144,7 @@ class ChatBot:
                         at=self.clock.now(),
                     )
                 position = batch.position or position
+                read_backoff = 0.0
                 if new:
                     logger.debug("%s: %d new message(s)", self.bot_key, new)
             except ConnectorAuthError:
@@ -150,12 +153,20 @@ class ChatBot:
                 logger.warning("%s: rate limited; waiting %gs", self.bot_key, exc.wait_seconds)
                 await self.clock.sleep(exc.wait_seconds)
             except _WaitForBackend:
-                backoff = min(self.max_backoff_seconds, max(1.0, backoff * 2))
-                answer_after = self.clock.now() + timedelta(seconds=backoff)
-            except LizError as exc:
-                backoff = min(self.max_backoff_seconds, max(1.0, backoff * 2))
-                logger.warning("%s: %s; trying again in %gs", self.bot_key, exc.message, backoff)
-                await self.clock.sleep(backoff)
+                answer_backoff = self._longer(answer_backoff)
+                answer_after = self.clock.now() + timedelta(seconds=answer_backoff)
+            except Exception as exc:
+                error = as_liz_error(exc)
+                if not isinstance(error, ConnectorError | StorageError):
+                    raise  # a bug: the command reports it
+                read_backoff = self._longer(read_backoff)
+                logger.warning(
+                    "%s: %s; trying again in %gs", self.bot_key, error.message, read_backoff
+                )
+                await self.clock.sleep(read_backoff)
+
+    def _longer(self, backoff: float) -> float:
+        return min(self.max_backoff_seconds, max(1.0, backoff * 2))
 
     async def _answer_waiting(self) -> None:
         """Answer the inbox's messages, oldest first; stop at a failure that passes."""
