@@ -20,6 +20,7 @@ from liz.http.approvals_openapi import TOOL_SSE_EVENTS, approval_operations
 from liz.http.openapi_schemas import SCHEMAS, Schema, ref, string
 from liz.observe.openapi_paths import OBSERVE_PATHS
 from liz.playground.pages import render_page
+from liz.telegram.webhook import WEBHOOK_OPERATIONS
 
 # The facts path as the document writes it: without the routes' `:segment` converters.
 FACTS = FACTS_ROUTE.replace(":segment", "")
@@ -155,6 +156,7 @@ def operations() -> dict[str, dict[str, Any]]:
             }
         },
         **OBSERVE_PATHS,
+        **WEBHOOK_OPERATIONS,
         "/health": {
             "get": {
                 "tags": ["server"],

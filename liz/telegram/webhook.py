@@ -24,7 +24,7 @@ import secrets
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from importlib.util import find_spec
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 _RESTART_SECONDS = 30.0
 
-WEBHOOK_PATH_PREFIX = "/telegram/"
+WEBHOOK_PATH = "/telegram/{agentId}"
 SECRET_HEADER = "x-telegram-bot-api-secret-token"
 
 
@@ -171,7 +171,7 @@ async def receive_update(request: Request) -> Response:
     given = request.headers.get(SECRET_HEADER, "")
     if not secrets.compare_digest(given.encode(), webhook.secret.encode()):
         return _refusal(401, "wrong or missing X-Telegram-Bot-Api-Secret-Token")
-    agent_id = request.path_params["agent_id"]
+    agent_id = request.path_params["agentId"]
     if agent_id not in request.app.state.agents:
         return _refusal(404, f"unknown agent {agent_id!r}")
     try:
@@ -220,4 +220,65 @@ async def _store(
 
 
 def webhook_routes() -> list[BaseRoute]:
-    return [Route("/telegram/{agent_id}", receive_update, methods=["POST"])]
+    return [Route(WEBHOOK_PATH, receive_update, methods=["POST"])]
+
+
+WEBHOOK_OPERATIONS: dict[str, Any] = {
+    WEBHOOK_PATH: {
+        "post": {
+            "tags": ["connectors"],
+            "summary": "Telegram's webhook: one update for the agent's bot",
+            "description": "On when TELEGRAM_WEBHOOK_SECRET and TELEGRAM_BOT_TOKEN are set. "
+            "Needs `X-Telegram-Bot-Api-Secret-Token` equal to TELEGRAM_WEBHOOK_SECRET "
+            "(no LIZ_API_KEY). The update is stored before the 200; the reply is sent "
+            "to the chat, not in the response.",
+            "security": [{}],
+            "parameters": [
+                {
+                    "name": "agentId",
+                    "in": "path",
+                    "required": True,
+                    "schema": {"type": "string"},
+                    "description": "The agent that answers",
+                },
+                {
+                    "name": "X-Telegram-Bot-Api-Secret-Token",
+                    "in": "header",
+                    "required": True,
+                    "schema": {"type": "string"},
+                    "description": "The secret_token given to setWebhook",
+                },
+            ],
+            "requestBody": {
+                "required": True,
+                "content": {
+                    "application/json": {
+                        "schema": {
+                            "type": "object",
+                            "description": "A Telegram Update",
+                            "required": ["update_id"],
+                            "properties": {"update_id": {"type": "integer"}},
+                        }
+                    }
+                },
+            },
+            "responses": {
+                "200": {
+                    "description": "Stored; answered in the chat",
+                    "content": {
+                        "application/json": {
+                            "schema": {
+                                "type": "object",
+                                "properties": {"ok": {"type": "boolean"}},
+                            }
+                        }
+                    },
+                },
+                **{
+                    status: {"$ref": f"#/components/responses/{status}"}
+                    for status in ("400", "401", "404", "503")
+                },
+            },
+        }
+    }
+}
