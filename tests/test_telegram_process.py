@@ -201,3 +201,20 @@ def test_the_token_never_reaches_a_log_line_or_the_llm(tmp_path: Path) -> None:
     secret = TOKEN.split(":", 1)[1]
     assert secret not in log
     assert all(secret not in str(request.body) for request in llm.requests)
+
+
+def test_with_an_allowlist_everyone_else_gets_no_reply_and_no_llm_call(tmp_path: Path) -> None:
+    telegram = FakeTelegram(token=TOKEN)
+    llm = ScriptedOpenAI()
+    brain = Brain()
+    llm.respond_with(brain)
+    telegram.say("from a stranger", user_id=8)
+    telegram.say("from the owner", user_id=7)
+    with telegram.serve() as api_url, llm.serve() as llm_url:
+        env = bot_env(api_url, llm_url, f"file:{tmp_path / 'liz.db'}")
+        env["TELEGRAM_ALLOWED_USERS"] = "7, 70"
+        with running_bot(env, tmp_path):
+            wait_until(lambda: answers(telegram, "from the owner") == 1, "the owner's answer")
+            wait_until(lambda: telegram.pending() == 0, "both updates read")
+    assert telegram.sent_to(8) == []
+    assert brain.asked == ["from the owner"]
