@@ -25,6 +25,7 @@ from liz.types import AgentReply, EventSink, InputObject, Memory, Next, TokenSin
 
 if TYPE_CHECKING:
     from liz.character import Character
+    from liz.db.driver import Bound
     from liz.facts.domain import Fact
     from liz.templates import PromptTemplates
     from liz.types import RouteChoice
@@ -34,6 +35,8 @@ logger = logging.getLogger(__name__)
 Middleware = Callable[["AgentRequest", "AgentResponse", Next], Awaitable[None]]
 RouteHandler = Callable[["AgentRequest", "AgentResponse"], Awaitable[None]]
 ErrorHandler = Callable[[Exception, "AgentRequest", "AgentResponse"], Awaitable[None]]
+# Statements to commit with the stored reply, built from it (a connector's outbox rows).
+ReplyStatements = Callable[[AgentReply], Sequence["Bound"]]
 
 
 @dataclass(frozen=True)
@@ -133,6 +136,10 @@ class AgentResponse:
         """The type the reply is stored with in the conversation log (``text``, ``tweet``)."""
         self.error: LizError | None = None
         """The error that ended the turn, if one did; the caller gets it as one clean answer."""
+        # Committed in the reply's own transaction by create_memory, which then sets
+        # ``stored_with_reply``; a chain without it leaves that to the caller.
+        self.with_reply: ReplyStatements | None = None
+        self.stored_with_reply = False
 
     @property
     def streaming(self) -> bool:
@@ -268,13 +275,16 @@ class AgentFramework:
         on_event: EventSink | None = None,
         dry_run: bool = False,
         input_memory_id: str | None = None,
+        with_reply: ReplyStatements | None = None,
     ) -> AgentResponse:
         """Run one input through the chain; always returns a reply or an error, never raises.
 
         ``on_token`` receives the reply's text as routes generate it (server-sent events).
         With ``dry_run`` the reply is generated but nothing is stored. ``input_memory_id``
         names the id the input is stored under: a second run with the same id (a retry
-        after a failure) finds the input stored and only adds the reply.
+        after a failure) finds the input stored and only adds the reply. ``with_reply``
+        builds statements committed in the reply's own transaction (see
+        :attr:`AgentResponse.with_reply`).
         """
         chain = compose([*self._middleware, *agent.middleware, *self._chain])
         req = AgentRequest(
@@ -285,6 +295,7 @@ class AgentFramework:
             input_memory_id=input_memory_id,
         )
         res = AgentResponse(input, on_token=on_token, on_event=on_event)
+        res.with_reply = with_reply
         started = time.perf_counter()
         with (
             observe_turn(input, agent.name) as turn,

@@ -93,6 +93,8 @@ class InputSource(StrEnum):
 
     NETWORK = "NETWORK"  # HTTP: anyone on the network
     TWITTER = "TWITTER"  # a mention or reply on X, written by anyone
+    TELEGRAM = "TELEGRAM"  # a Telegram chat message, written by anyone
+    DISCORD = "DISCORD"  # a Discord message, written by anyone
     CLI = "CLI"  # the operator at `liz chat` in-process
     INTERNAL = "INTERNAL"  # the framework itself (the bot's scheduled posts)
 

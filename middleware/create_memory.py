@@ -72,7 +72,9 @@ async def create_memory(req: AgentRequest, res: AgentResponse, next: Next) -> No
     spent = usage_statements(
         usage.unstored(), agent_id=reply.agent_id, user_id=reply.user_id, at=reply.created_at
     )
-    if not learn and not spent:
+    # A caller's own rows for this reply (a connector's outbox), committed with it.
+    theirs = [] if res.with_reply is None else list(res.with_reply(res.reply))
+    if not learn and not spent and not theirs:
         await store_memory(engine, reply)
         return
     statements = [insert_statement(reply)]
@@ -80,9 +82,11 @@ async def create_memory(req: AgentRequest, res: AgentResponse, next: Next) -> No
         statements.append(_turn_over(req, said, reply.id))
     # Usage rows are only appended (liz.db.usage): no other transaction waits on them.
     statements.extend(spent)
+    statements.extend(theirs)
     async with connect(engine) as db:
         await db.commit(*statements)
     usage.stored = len(usage.calls)
+    res.stored_with_reply = res.with_reply is not None
 
 
 def _learnable(req: AgentRequest) -> bool:

@@ -118,7 +118,7 @@ async def test_uvicorns_h11_protocol_tells_when_a_requests_headers_are_pending()
 
 def test_twikit_tweets_carry_their_conversation_id() -> None:
     twikit = pytest.importorskip(
-        "twikit", reason="twikit is not installed: pip install 'liz[twikit]'"
+        "twikit", reason="twikit is not installed: pip install 'liz-agents[twikit]'"
     )
     data = {"rest_id": "12", "legacy": {"conversation_id_str": "10", "full_text": "hi"}}
     with shape_of("twikit", "twikit_conversation_id"):

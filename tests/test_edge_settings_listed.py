@@ -12,10 +12,17 @@ from pydantic_settings import BaseSettings
 import liz.config
 import liz.facts.settings
 import liz.learning_queue.settings
+import liz.telegram.settings
 import liz.twitter.settings
 
 ENV_EXAMPLE = Path(__file__).parent.parent / ".env.example"
-MODULES = [liz.config, liz.facts.settings, liz.learning_queue.settings, liz.twitter.settings]
+MODULES = [
+    liz.config,
+    liz.facts.settings,
+    liz.learning_queue.settings,
+    liz.twitter.settings,
+    liz.telegram.settings,
+]
 
 
 def variables(settings: type[BaseSettings]) -> list[str]:

@@ -73,6 +73,7 @@ SAMPLES: dict[str, tuple[dict[str, Any], str]] = {
     "llm_boolean.j2": ({}, ""),
     "llm_json_instructions.j2": ({"schema_name": "Answer", "schema": "{}"}, "Answer"),
     "llm_output_repair.j2": ({"problem": "not JSON", "schema_name": "Answer"}, "not JSON"),
+    "telegram_start.j2": ({"first_name": "Ada"}, "Ada just opened a chat"),
     "twitter_post_instruction.j2": ({"max_length": 280, "username": "morgan"}, "280"),
     "twitter_reply_context.j2": (
         {"chain": [PARENT], "tweet": TWEET, "username": "morgan"},
@@ -139,6 +140,7 @@ USER_WRITTEN = {
     "recent_posts",
     "chain",
     "tweet",
+    "first_name",
 }
 OURS = {"role", "generator", "created_at", "image_urls"}
 

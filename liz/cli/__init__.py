@@ -19,6 +19,7 @@ from liz.cli.facts import facts_app
 from liz.cli.project import init
 from liz.cli.scripted import scripted_llm
 from liz.cli.serve import serve
+from liz.cli.telegram import telegram_app
 from liz.cli.twitter import twitter_app
 from liz.cli.usage import show_usage
 
@@ -58,5 +59,6 @@ app.command("scripted-llm")(scripted_llm)
 app.command("usage")(show_usage)
 app.add_typer(db_app, name="db")
 app.add_typer(twitter_app, name="twitter")
+app.add_typer(telegram_app, name="telegram")
 app.add_typer(facts_app, name="facts")
 app.add_typer(agents_app, name="agents")

@@ -6,6 +6,7 @@ here for each new table module.
 
 from __future__ import annotations
 
+from liz.connectors import tables as connector_tables  # noqa: F401
 from liz.db import idempotency as idempotency_models  # noqa: F401
 from liz.db import tables as tables
 from liz.db import tool_approvals as tool_approval_tables  # noqa: F401

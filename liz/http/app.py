@@ -25,6 +25,7 @@ from liz.http.openapi import api_doc_routes
 from liz.http.usage import usage
 from liz.pipeline import AgentFramework
 from liz.playground import KeyPromptGate, favicon_routes, playground_routes
+from liz.telegram.webhook import telegram_webhook, webhook_routes
 
 
 class App(Protocol):
@@ -51,6 +52,7 @@ def routes(settings: Settings) -> list[BaseRoute]:
         Route("/metrics", metrics, methods=["GET"]),
         Route("/usage", usage, methods=["GET"]),
         *fact_routes(),
+        *webhook_routes(),  # POST /telegram/{agentId}
         *api_doc_routes(),
         *favicon_routes(),
         *(playground_routes() if settings.liz_playground else []),
@@ -98,7 +100,10 @@ def served_app(liz_app: App) -> Starlette:
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with liz_app.open() as framework:
+        async with (
+            liz_app.open() as framework,
+            telegram_webhook(app.state, framework, liz_app.agents),
+        ):
             app.state.framework = framework
             thresholds = gc.get_threshold()
             freeze_startup_objects()

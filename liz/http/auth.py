@@ -27,6 +27,8 @@ from liz.http.errors import error_response
 from liz.input_rules import id_problem
 
 OPEN_PATHS = frozenset({"/health", "/favicon.ico"})
+# Telegram's webhook calls carry their own secret header instead (liz.telegram.webhook).
+OPEN_PATH_PREFIXES = ("/telegram/",)
 # What a user token may reach besides its own user's routes.
 USER_PATHS = frozenset(
     {
@@ -124,7 +126,8 @@ class Authenticate:
         self.jwt_secret = jwt_secret
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+        path = scope.get("path", "")
+        if scope["type"] != "http" or path in OPEN_PATHS or path.startswith(OPEN_PATH_PREFIXES):
             await self.app(scope, receive, send)
             return
         try:

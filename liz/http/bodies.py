@@ -222,6 +222,17 @@ class SetAsideJob(Body):
     reason: str | None = Field(description="The last error")
 
 
+class ConnectorStatus(Body):
+    """A chat bot reading its platform through this database (`liz telegram run`)."""
+
+    bot: str = Field(description="The platform and the bot's id")
+    last_poll: str = Field(description="When it last read its platform (ISO 8601)")
+    last_poll_seconds_ago: float = Field(description="Seconds since then")
+    backlog: int = Field(description="Messages still to answer or send")
+    answered: int = Field(description="Messages answered, all time")
+    failed: int = Field(description="Messages given up on")
+
+
 class Health(Body):
     """Whether the server can work."""
 
@@ -238,6 +249,9 @@ class Health(Body):
     )
     set_aside: list[SetAsideJob] | None = omitted_when_none(
         "The messages learning gave up on, oldest first"
+    )
+    connectors: list[ConnectorStatus] | None = omitted_when_none(
+        "Each chat bot's last poll, backlog and answered messages (`liz telegram run`)"
     )
 
 
@@ -311,6 +325,20 @@ class UsageReport(Body):
     usage: list[UsageLine] = Field(description="One line per group")
 
 
+class TelegramUpdate(BaseModel):
+    """A Telegram `Update`, as the Bot API sends it to a webhook; liz reads the rest itself."""
+
+    model_config = ConfigDict(extra="allow")
+
+    update_id: int = Field(description="The update's id, rising")
+
+
+class TelegramAccepted(Body):
+    """The webhook's answer once the update is stored."""
+
+    ok: bool = Field(description="Always `true`: the update is stored")
+
+
 # The bodies the document names; the models they hold are named with them.
 BODIES: tuple[type[BaseModel], ...] = (
     Error,
@@ -329,6 +357,8 @@ BODIES: tuple[type[BaseModel], ...] = (
     FactList,
     FactHistory,
     UsageReport,
+    TelegramUpdate,
+    TelegramAccepted,
 )
 
 

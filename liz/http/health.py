@@ -10,6 +10,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from liz.agent import BaseAgent
+from liz.connectors.status import bot_statuses
 from liz.db.health import WriteProbe
 from liz.http.bodies import AgentInfo, Agents, Health, json_response
 from liz.learning_queue.health import learning_backlog, set_aside
@@ -55,4 +56,17 @@ async def health(request: Request) -> Response:
         body["learning"] = await learning_backlog(framework.runtime)
         if database == "ok":  # messages learning gave up on (`liz facts retry ID`)
             body["set_aside"] = await set_aside(framework.runtime.reads) or None
+    if database == "ok":  # liz telegram run: last poll, backlog, answered
+        body["connectors"] = await _chat_bots(framework) or None
     return json_response(Health.model_validate(body), status)
+
+
+async def _chat_bots(framework: AgentFramework) -> list[dict[str, Any]]:
+    try:
+        async with framework.runtime.reads() as session:
+            bots = await bot_statuses(session)
+    except Exception as exc:  # the health check reports, it never fails itself
+        logger.warning("health check: cannot read the chat bots: %s", exc)
+        return []
+    now = framework.runtime.clock.now()
+    return [bot.as_json(now) for bot in bots]

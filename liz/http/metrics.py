@@ -1,6 +1,7 @@
 """``GET /metrics``: liz's Prometheus metrics, behind the API key unless LIZ_METRICS_PUBLIC.
 
-The learning queue's backlog is read from the database as the metrics are asked for.
+The learning queue's backlog and the chat bots' state are read from the database as
+the metrics are asked for.
 """
 
 from __future__ import annotations
@@ -11,8 +12,16 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from liz.connectors.status import bot_statuses
 from liz.learning_queue.jobs import backlog
-from liz.observe.metrics import LEARNING_BACKLOG, LEARNING_OLDEST, exposition
+from liz.observe.metrics import (
+    CONNECTOR_ANSWERED,
+    CONNECTOR_BACKLOG,
+    CONNECTOR_LAST_POLL,
+    LEARNING_BACKLOG,
+    LEARNING_OLDEST,
+    exposition,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -30,6 +39,15 @@ async def metrics(request: Request) -> Response:
             LEARNING_OLDEST.set(age or 0.0)
         except Exception as exc:  # the other metrics still answer during an outage
             logger.warning("GET /metrics could not read the learning queue: %r", exc)
+        try:
+            async with framework.runtime.reads() as session:
+                bots = await bot_statuses(session)
+            for bot in bots:
+                CONNECTOR_BACKLOG.labels(bot.platform).set(bot.to_answer + bot.to_send)
+                CONNECTOR_ANSWERED.labels(bot.platform).set(bot.answered)
+                CONNECTOR_LAST_POLL.labels(bot.platform).set(bot.last_poll.timestamp())
+        except Exception as exc:
+            logger.warning("GET /metrics could not read the chat bots: %r", exc)
     body, content_type = exposition()
     return Response(body, media_type=content_type)
 

@@ -219,6 +219,21 @@ def operations() -> dict[str, Item]:
             description="The descriptions' Markdown is rendered on the server: the page needs "
             "nothing from elsewhere.",
         ),
+        "post /telegram/{agentId}": operation(
+            "connectors", "Telegram's webhook: one update for the agent's bot",
+            body(bodies.TelegramAccepted, "Stored; answered in the chat"), "400 401 404 503",
+            description="On when TELEGRAM_WEBHOOK_SECRET and TELEGRAM_BOT_TOKEN are set. Needs "
+            "`X-Telegram-Bot-Api-Secret-Token` equal to TELEGRAM_WEBHOOK_SECRET (no "
+            "LIZ_API_KEY). The update is stored before the 200; the reply is sent to the chat, "
+            "not in the response.",
+            request=bodies.TelegramUpdate, security=[],
+            parameters=(
+                param("agentId", "path", "The agent that answers"),
+                param(
+                    "X-Telegram-Bot-Api-Secret-Token", "header", "The secret_token of setWebhook"
+                ),
+            ),
+        ),
         "get /favicon.ico": operation(
             "pages", "The server's icon (SVG), for browsers' tabs",
             text("image/svg+xml", "The icon"),

@@ -60,6 +60,25 @@ AGENT_TOKENS = Counter(
     "cache served, output).",
     ["agent", "direction"],
 )
+# Chat bots (liz.connectors), by platform; read from the database when scraped.
+CONNECTOR_BACKLOG = Gauge(
+    "liz_connector_backlog_messages",
+    "Messages a chat bot has still to answer or send.",
+    ["platform"],
+    multiprocess_mode="mostrecent",
+)
+CONNECTOR_ANSWERED = Gauge(
+    "liz_connector_answered_messages",
+    "Messages a chat bot has answered, all time.",
+    ["platform"],
+    multiprocess_mode="mostrecent",
+)
+CONNECTOR_LAST_POLL = Gauge(
+    "liz_connector_last_poll_timestamp_seconds",
+    "When a chat bot last read its platform (Unix time).",
+    ["platform"],
+    multiprocess_mode="mostrecent",
+)
 DB_POOL_IN_USE = Gauge(
     "liz_db_pool_in_use_connections",
     "Database connections checked out of the pool.",

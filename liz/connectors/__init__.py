@@ -1,0 +1,9 @@
+"""Chat connectors (Telegram, Discord): a platform's message becomes a turn of the chain,
+and the reply leaves through a durable outbox.
+
+- :mod:`liz.connectors.platform`: what a platform module implements;
+- :mod:`liz.connectors.inbox`: messages stored with the cursor that read them;
+- :mod:`liz.connectors.outbox`: reply parts planned with the reply, then sent;
+- :mod:`liz.connectors.bot`: the loop, one process per bot;
+- :mod:`liz.connectors.status`: each bot as ``/health`` and ``/metrics`` show it.
+"""
