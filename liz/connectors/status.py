@@ -37,11 +37,12 @@ class BotStatus:
     def platform(self) -> str:
         return self.bot_key.partition(":")[0]
 
-    def as_json(self, now: datetime) -> dict[str, object]:
+    def as_fields(self, now: datetime) -> dict[str, object]:
+        """The fields of ``/health``'s ``connectors`` entry (liz.http.bodies.ConnectorStatus)."""
         return {
             "bot": self.bot_key,
-            "lastPoll": self.last_poll.isoformat(),
-            "lastPollSecondsAgo": round((now - self.last_poll).total_seconds(), 1),
+            "last_poll": self.last_poll.isoformat(),
+            "last_poll_seconds_ago": round((now - self.last_poll).total_seconds(), 1),
             "backlog": self.to_answer + self.to_send,
             "answered": self.answered,
             "failed": self.failed,

@@ -69,4 +69,4 @@ async def _chat_bots(framework: AgentFramework) -> list[dict[str, Any]]:
         logger.warning("health check: cannot read the chat bots: %s", exc)
         return []
     now = framework.runtime.clock.now()
-    return [bot.as_json(now) for bot in bots]
+    return [bot.as_fields(now) for bot in bots]
