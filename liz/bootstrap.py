@@ -16,12 +16,20 @@ from liz.db.engine import create_engine, make_sessionmaker
 from liz.facts.settings import warn_about_old_names
 from liz.facts.store import FactStore
 from liz.llm import LLMClient
+from liz.llm.scripted_endpoint import scripted_client
 from liz.observe.metrics import watch_pool
 from liz.observe.tracing import configure_tracing, flush_tracing
 from liz.pipeline import AgentFramework, Middleware
 from liz.runtime import Runtime
 from liz.settings_names import warn_about_unknown_names
 from liz.types import Clock, SystemClock
+
+
+def llm_from_settings(settings: Settings) -> LLMClient | None:
+    """The configured LLM; liz's scripted model with ``LIZ_SCRIPTED_LLM=true``."""
+    if settings.liz_scripted_llm:
+        return scripted_client(settings)
+    return LLMClient.from_settings(settings)
 
 
 @asynccontextmanager
@@ -46,7 +54,7 @@ async def open_runtime(
     configure_tracing()  # from the OTEL_* variables; nothing is exported unless they say where
     engine = create_engine(settings.database_url, settings)
     watch_pool(engine)
-    llm = llm_client or LLMClient.from_settings(settings)
+    llm = llm_client or llm_from_settings(settings)
     sessions = make_sessionmaker(engine)
     facts = None
     if llm is not None and fact_settings.enabled:

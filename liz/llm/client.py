@@ -93,14 +93,9 @@ class LLMClient:
     ) -> LLMClient | None:
         """A client configured from settings, or None when no key and no base URL are set.
 
-        :func:`liz.llm.endpoint.endpoint_from_settings` says which endpoint and models;
-        with ``LIZ_SCRIPTED_LLM=true``, liz's scripted model answers instead
-        (:mod:`liz.llm.scripted_endpoint`).
+        :func:`liz.llm.endpoint.endpoint_from_settings` says which endpoint and models
+        (``LIZ_SCRIPTED_LLM`` is read by :func:`liz.bootstrap.llm_from_settings`).
         """
-        if settings.liz_scripted_llm:
-            from liz.llm.scripted_endpoint import scripted_client
-
-            return scripted_client(settings)
         endpoint = endpoint_from_settings(settings)
         if endpoint is None:
             return None

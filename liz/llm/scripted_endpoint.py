@@ -2,7 +2,7 @@
 
 This is the one switch every entry point shares (``liz serve``, ``chat``, ``twitter``,
 ``facts``, ``liz.asgi:app_from_env``, an ``App`` in a script): they all build their LLM
-with :meth:`liz.llm.LLMClient.from_settings`, which comes here. The ``openai`` SDK reaches
+with :func:`liz.bootstrap.llm_from_settings`, which comes here. The ``openai`` SDK reaches
 the scripted model through httpx's ASGI transport, so there is no port, thread or server
 log of its own. Its calls are recorded under the model name :data:`SCRIPTED_MODEL`.
 """
