@@ -7,7 +7,7 @@ Every way sends the same request (one query, base64 answer) to the scripted serv
 in a process of its own over loopback, one request at a time:
 
 - liz: ``LLMClient.embed_float32``, as a search or a store asks (the SDK's ``post``
-  over its aiohttp transport, the answer read by liz.llm.embedding_answers);
+  over its aiohttp transport, the answer read by liz.llm.calls);
 - the openai SDK's ``embeddings.create`` as shipped (its default transport), as mem0
   and the pipeline bench's round trip send it;
 - aiohttp alone: the HTTP request and nothing else, the least any client pays.

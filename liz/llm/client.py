@@ -25,13 +25,20 @@ from openai import AsyncOpenAI
 from pydantic import BaseModel
 
 from liz.errors import UsageError
-from liz.llm.calls import complete, embed_batch, embed_batch_float32, stream_deltas
+from liz.llm.calls import (
+    TextSink,
+    ToolStep,
+    complete,
+    embed_batch,
+    embed_batch_float32,
+    stream_deltas,
+    tool_step,
+)
 from liz.llm.endpoint import endpoint_from_settings
 from liz.llm.errors import LLMOutputError
 from liz.llm.messages import Prompt, build_messages
 from liz.llm.output import parse_answer, refusal_note
 from liz.llm.schema import response_schema, schema_name
-from liz.llm.tool_calls import TextSink, ToolStep, tool_step
 from liz.templates import PromptTemplates, default_templates
 
 if TYPE_CHECKING:

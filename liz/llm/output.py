@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, TypeVar
 from pydantic import BaseModel, ValidationError
 
 if TYPE_CHECKING:
-    from liz.llm.chat_answers import ChatAnswer
+    from liz.llm.calls import ChatAnswer
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 

@@ -226,7 +226,7 @@ class ScriptedOpenAI:
             return error_response(answer.status, answer.message, answer.retry_after)
         content = as_content(answer)
         completion_id = f"chatcmpl-scripted-{next(self._ids)}"
-        token_usage: dict[str, Any] = usage(
+        token_usage = usage(
             prompt_tokens(body), self.prefix_cache.cached_tokens(body["model"], body), content
         )
         if self._cached_tokens is not None:

@@ -1,5 +1,9 @@
 """OpenAI's JSON shapes as ScriptedOpenAI writes them: completions, chunks, embeddings, errors.
 
+Each body is built from the openai SDK's own types (``ChatCompletion``,
+``ChatCompletionChunk``, ``CreateEmbeddingResponse``), so it is what the SDK describes;
+tests/test_openai_wire_contract.py checks that liz reads each as the SDK does.
+
 A chat answer's tokens are estimated as liz budgets them, four bytes of UTF-8 a token,
 its cached prompt tokens as a prefix cache would serve them (liz.testing.prompt_cache);
 an embeddings request's tokens are its words. No tokenizer download either way. An
@@ -17,8 +21,25 @@ import re
 import struct
 import time
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, Literal
 
+from openai.types import CompletionUsage, CreateEmbeddingResponse, Embedding
+from openai.types.chat import (
+    ChatCompletion,
+    ChatCompletionChunk,
+    ChatCompletionMessage,
+    ChatCompletionMessageFunctionToolCall,
+)
+from openai.types.chat.chat_completion import Choice
+from openai.types.chat.chat_completion_chunk import Choice as ChunkChoice
+from openai.types.chat.chat_completion_chunk import (
+    ChoiceDelta,
+    ChoiceDeltaToolCall,
+    ChoiceDeltaToolCallFunction,
+)
+from openai.types.chat.chat_completion_message_function_tool_call import Function
+from openai.types.completion_usage import PromptTokensDetails
+from openai.types.create_embedding_response import Usage as EmbeddingUsage
 from pydantic import BaseModel
 from starlette.responses import JSONResponse
 
@@ -27,6 +48,7 @@ from liz.tokens import estimate_tokens
 
 _WORD = re.compile(r"\w+")
 _STREAM_PIECE = re.compile(r"\s*\S+|\s+$")
+FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "function_call"]
 
 
 def word_count(text: str) -> int:
@@ -54,20 +76,30 @@ def embeddings_body(
     texts: list[str], model: str, dimensions: int, *, as_base64: bool
 ) -> dict[str, Any]:
     """The answer to an embeddings request for ``texts``."""
-    data = []
-    for index, text in enumerate(texts):
-        vector = scripted_embedding(text, dimensions)
-        encoded: Any = vector
-        if as_base64:
-            encoded = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()
-        data.append({"object": "embedding", "index": index, "embedding": encoded})
     tokens = sum(word_count(text) for text in texts)
-    return {
-        "object": "list",
-        "data": data,
-        "model": model,
-        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
-    }
+    answer = CreateEmbeddingResponse(
+        object="list",
+        data=[
+            Embedding(
+                object="embedding", index=index, embedding=scripted_embedding(text, dimensions)
+            )
+            for index, text in enumerate(texts)
+        ],
+        model=model,
+        usage=EmbeddingUsage(prompt_tokens=tokens, total_tokens=tokens),
+    )
+    body = wire(answer)
+    if as_base64:
+        # The SDK's type describes the float form; base64 packs the same numbers.
+        for item in body["data"]:
+            vector = item["embedding"]
+            item["embedding"] = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()
+    return body
+
+
+def wire(answer: BaseModel) -> dict[str, Any]:
+    """One of the SDK's types as the JSON the API sends: every field that was set."""
+    return answer.model_dump(mode="json", exclude_unset=True)
 
 
 def as_content(answer: Answer) -> str:
@@ -81,32 +113,35 @@ def as_content(answer: Answer) -> str:
     return json.dumps(answer)
 
 
-def usage(prompt_tokens: int, cached_tokens: int, content: str) -> dict[str, Any]:
+def usage(prompt_tokens: int, cached_tokens: int, content: str) -> CompletionUsage:
     """A chat answer's usage: tokens as liz estimates them (liz.testing.prompt_cache)."""
     completion_tokens = estimate_tokens(content)
-    return {
-        "prompt_tokens": prompt_tokens,
-        "completion_tokens": completion_tokens,
-        "total_tokens": prompt_tokens + completion_tokens,
-        "prompt_tokens_details": {"cached_tokens": cached_tokens},
-    }
+    return CompletionUsage(
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+        total_tokens=prompt_tokens + completion_tokens,
+        prompt_tokens_details=PromptTokensDetails(cached_tokens=cached_tokens),
+    )
 
 
-def with_cached_tokens(token_usage: dict[str, Any], cached: int) -> dict[str, Any]:
+def with_cached_tokens(token_usage: CompletionUsage, cached: int) -> CompletionUsage:
     """``token_usage`` saying that ``cached`` of its prompt tokens (at most all of them)
     came from the prompt cache, where OpenAI and OpenRouter say it."""
-    served = min(cached, int(token_usage.get("prompt_tokens") or 0))
-    return {**token_usage, "prompt_tokens_details": {"cached_tokens": served}}
+    served = min(cached, token_usage.prompt_tokens)
+    details = PromptTokensDetails(cached_tokens=served)
+    return token_usage.model_copy(update={"prompt_tokens_details": details})
 
 
-def tool_call_items(completion_id: str, answer: ToolCalls) -> list[dict[str, Any]]:
+def tool_call_items(
+    completion_id: str, answer: ToolCalls
+) -> list[ChatCompletionMessageFunctionToolCall]:
     """The answer's calls as the API's ``tool_calls`` list, with ids unique to the answer."""
     return [
-        {
-            "id": f"call_{completion_id.rsplit('-', 1)[-1]}_{index}",
-            "type": "function",
-            "function": {"name": call.name, "arguments": call.arguments_text},
-        }
+        ChatCompletionMessageFunctionToolCall(
+            id=f"call_{completion_id.rsplit('-', 1)[-1]}_{index}",
+            type="function",
+            function=Function(name=call.name, arguments=call.arguments_text),
+        )
         for index, call in enumerate(answer.calls)
     ]
 
@@ -115,80 +150,86 @@ def completion_body(
     completion_id: str,
     model: str,
     content: str,
-    token_usage: dict[str, Any],
-    tool_calls: list[dict[str, Any]] | None = None,
+    token_usage: CompletionUsage,
+    tool_calls: list[ChatCompletionMessageFunctionToolCall] | None = None,
 ) -> dict[str, Any]:
     """A whole (non-streamed) chat completion answering ``content`` (and ``tool_calls``)."""
-    message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": None}
-    finish = "stop"
+    message = ChatCompletionMessage(role="assistant", content=content, refusal=None)
+    finish: Literal["stop", "tool_calls"] = "stop"
     if tool_calls:
-        message["tool_calls"] = tool_calls
-        message["content"] = content or None
+        message = ChatCompletionMessage(
+            role="assistant", content=content or None, refusal=None, tool_calls=list(tool_calls)
+        )
         finish = "tool_calls"
-    return {
-        "id": completion_id,
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": model,
-        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
-        "usage": token_usage,
-    }
+    answer = ChatCompletion(
+        id=completion_id,
+        object="chat.completion",
+        created=int(time.time()),
+        model=model,
+        choices=[Choice(index=0, message=message, logprobs=None, finish_reason=finish)],
+        usage=token_usage,
+    )
+    return wire(answer)
 
 
 def chunk(
     completion_id: str,
     model: str,
-    choices: list[dict[str, Any]],
-    token_usage: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    return {
-        "id": completion_id,
-        "object": "chat.completion.chunk",
-        "created": int(time.time()),
-        "model": model,
-        "choices": choices,
-        "usage": token_usage,
-    }
+    choices: list[ChunkChoice],
+    token_usage: CompletionUsage | None = None,
+) -> ChatCompletionChunk:
+    return ChatCompletionChunk(
+        id=completion_id,
+        object="chat.completion.chunk",
+        created=int(time.time()),
+        model=model,
+        choices=choices,
+        usage=token_usage,
+    )
 
 
 def stream_chunks(
     completion_id: str,
     model: str,
     content: str,
-    tool_calls: list[dict[str, Any]] | None = None,
-) -> list[dict[str, Any]]:
+    tool_calls: list[ChatCompletionMessageFunctionToolCall] | None = None,
+) -> list[ChatCompletionChunk]:
     """OpenAI's chunk sequence: the role, one chunk per word, each tool call in pieces
     (its id and name, then its arguments in two halves), then the finish reason."""
 
-    def choice(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
-        return {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+    def choice(delta: ChoiceDelta, finish_reason: FinishReason | None = None) -> ChunkChoice:
+        return ChunkChoice(index=0, delta=delta, logprobs=None, finish_reason=finish_reason)
 
-    deltas: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
-    deltas += [{"content": piece} for piece in _STREAM_PIECE.findall(content)]
+    deltas = [ChoiceDelta(role="assistant", content="")]
+    deltas += [ChoiceDelta(content=piece) for piece in _STREAM_PIECE.findall(content)]
     for index, call in enumerate(tool_calls or []):
-        arguments = call["function"]["arguments"]
+        arguments = call.function.arguments
         half = len(arguments) // 2
-        head = {"name": call["function"]["name"], "arguments": ""}
+        head = ChoiceDeltaToolCallFunction(name=call.function.name, arguments="")
         deltas.append(
-            {
-                "tool_calls": [
-                    {"index": index, "id": call["id"], "type": "function", "function": head}
+            ChoiceDelta(
+                tool_calls=[
+                    ChoiceDeltaToolCall(index=index, id=call.id, type="function", function=head)
                 ]
-            }
+            )
         )
         for piece in (arguments[:half], arguments[half:]):
-            deltas.append({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+            part = ChoiceDeltaToolCallFunction(arguments=piece)
+            deltas.append(ChoiceDelta(tool_calls=[ChoiceDeltaToolCall(index=index, function=part)]))
     chunks = [chunk(completion_id, model, [choice(delta)]) for delta in deltas]
-    finish = "tool_calls" if tool_calls else "stop"
-    chunks.append(chunk(completion_id, model, [choice({}, finish)]))
+    chunks.append(chunk(completion_id, model, [choice(ChoiceDelta(), _finish(tool_calls))]))
     return chunks
 
 
+def _finish(tool_calls: list[ChatCompletionMessageFunctionToolCall] | None) -> FinishReason:
+    return "tool_calls" if tool_calls else "stop"
+
+
 async def server_sent_events(
-    chunks: list[dict[str, Any]], *, pause: float = 0.0
+    chunks: list[ChatCompletionChunk], *, pause: float = 0.0
 ) -> AsyncIterator[str]:
     for item in chunks:
-        yield f"data: {json.dumps(item)}\n\n"
+        yield f"data: {json.dumps(wire(item))}\n\n"
         if pause:
             await asyncio.sleep(pause)
     yield "data: [DONE]\n\n"

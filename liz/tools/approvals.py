@@ -26,7 +26,7 @@ from liz.db.tool_approvals import (
 )
 from liz.db.usage import usage_statements
 from liz.errors import Conflict, LLMError, NotFound
-from liz.llm.chat_answers import RequestedCall
+from liz.llm.calls import RequestedCall
 from liz.observe.usage import metering
 from liz.tools.calls import CallOutcome
 from liz.types import AgentReply, ApprovalDecided, InputObject, Memory, PendingApproval

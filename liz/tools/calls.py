@@ -17,7 +17,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
-from liz.llm.chat_answers import RequestedCall
+from liz.llm.calls import RequestedCall
 from liz.observe.tools import tool_outcome, tool_span
 from liz.tools.context import ToolContext
 from liz.types import Body, Tool

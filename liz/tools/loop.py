@@ -14,9 +14,8 @@ from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from liz.llm.chat_answers import RequestedCall
+from liz.llm.calls import RequestedCall, TextSink
 from liz.llm.client import LLMClient
-from liz.llm.tool_calls import TextSink
 from liz.tools.calls import CallOutcome, parsed_arguments, refused, run_call
 from liz.tools.context import ToolContext
 from liz.types import EventSink, Tool
