@@ -22,6 +22,7 @@ async def run_discord(app: App, agent_id: str) -> None:
     if find_spec("discord") is None:
         raise UsageError(MISSING_EXTRA)
     from liz.connectors.bot import ChatBot
+    from liz.discord.gateway import DiscordGateway
     from liz.discord.platform import TOKEN_MISSING, DiscordPlatform
     from liz.discord.settings import DiscordSettings
     from liz.telegram.run import stop_on_sigterm
@@ -30,7 +31,7 @@ async def run_discord(app: App, agent_id: str) -> None:
     if settings.bot_token is None:
         raise UsageError(TOKEN_MISSING)
     agent = app.agent(agent_id)
-    platform = DiscordPlatform(settings)
+    platform = DiscordPlatform(settings, DiscordGateway(settings.bot_token.get_secret_value()))
     stop_on_sigterm()
     try:
         async with app.open() as framework:
