@@ -54,7 +54,7 @@ class FakeDiscord:
         self.me = BotIdentity(id=str(bot_id), username=username)
         self.token_accepted = token_accepted
         self.reads_content = reads_content
-        self.history: dict[int, list[DiscordMessage]] = {}
+        self.channels: dict[int, list[DiscordMessage]] = {}
         self.sent: list[SentMessage] = []
         self.typing_in: list[int] = []
         self.connections = 0  # gateway connections made
@@ -88,10 +88,15 @@ class FakeDiscord:
             replied_author_id=bot if reply_to_bot else None,
             names={bot: self.me.username, **(names or {})},
         )
-        self.history.setdefault(message.channel_id, []).append(message)
+        self.channels.setdefault(message.channel_id, []).append(message)
         if self._deliver is not None:
             self._deliver(message)
         return message
+
+    @property
+    def connected(self) -> bool:
+        """Whether a bot's gateway is connected: only then is what people say pushed."""
+        return self._deliver is not None
 
     def sent_to(self, channel_id: int) -> list[str]:
         return [message.text for message in self.sent if message.channel_id == channel_id]
@@ -109,7 +114,7 @@ class FakeDiscord:
         self._deliver = deliver
 
     async def history(self, channel_id: int, after: int) -> list[DiscordMessage]:
-        return [message for message in self.history.get(channel_id, []) if message.id > after]
+        return [message for message in self.channels.get(channel_id, []) if message.id > after]
 
     async def send(self, channel_id: int, text: str, *, reply_to: int | None) -> str:
         if len(text) > MAX_MESSAGE_LENGTH:
