@@ -34,7 +34,7 @@ async def running(
 ) -> AsyncIterator[ChatBot]:
     """A bot process, its gateway connected: runs until the block ends (stopped as
     Ctrl-C stops it)."""
-    options = DiscordSettings(_env_file=None, bot_token="x", poll_timeout=0.05, **settings)  # type: ignore[call-arg,arg-type]
+    options = DiscordSettings(_env_file=None, bot_token="x", poll_timeout=0.05, **settings)  # type: ignore[arg-type]
     platform = DiscordPlatform(options, discord)
     bot = ChatBot(agent, framework, platform, source=InputSource.DISCORD, leader_retry_seconds=0.1)
     task = asyncio.create_task(bot.run())
@@ -190,7 +190,7 @@ async def test_without_the_message_content_intent_the_bot_says_so_at_start(
 
 async def test_a_refused_token_stops_the_bot(framework: AgentFramework, agent: BaseAgent) -> None:
     discord = FakeDiscord(token_accepted=False)
-    platform = DiscordPlatform(DiscordSettings(_env_file=None, bot_token="x"), discord)  # type: ignore[call-arg]
+    platform = DiscordPlatform(DiscordSettings(_env_file=None, bot_token="x"), discord)
     bot = ChatBot(agent, framework, platform, source=InputSource.DISCORD)
     with pytest.raises(ConnectorAuthError, match="DISCORD_BOT_TOKEN"):
         await bot.run()
