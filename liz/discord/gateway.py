@@ -93,7 +93,7 @@ class DiscordGateway:
 
     async def login(self) -> Login:
         """Check the token; who the bot is and whether it may read server messages."""
-        probe = discord.Client(intents=discord.Intents.none())
+        probe = discord.Client(intents=_intents(reads_content=False))
         try:
             await _call(probe.login(self._token))
             user = probe.user
@@ -172,12 +172,7 @@ class DiscordGateway:
     async def _logged_in(self) -> _Gateway:
         """The client, logged in over HTTP (sending needs no gateway)."""
         if self._client is None:
-            intents = discord.Intents.none()
-            intents.guilds = True
-            intents.guild_messages = True
-            intents.dm_messages = True
-            # Asking for an intent the portal has off would get the gateway refused.
-            intents.message_content = self._reads_content
+            intents = _intents(reads_content=self._reads_content)
             client = _Gateway(self._received, intents=intents)
             await _call(client.login(self._token))
             self._client = client
@@ -194,6 +189,24 @@ class DiscordGateway:
         if isinstance(exc, Exception):
             raise translated(exc) from None
         raise ConnectorUnavailable("the Discord gateway closed")
+
+
+def _intents(*, reads_content: bool) -> discord.Intents:
+    """Messages in servers and direct messages; their text too when the portal allows
+    (asking for an intent the portal has off gets the gateway refused)."""
+    intents = discord.Intents.none()
+    intents.guilds = True
+    intents.guild_messages = True
+    intents.dm_messages = True
+    intents.message_content = reads_content
+    return intents
+
+
+class QuietVoice(logging.Filter):
+    """Drops discord.py's start-up notes about voice support, which a chat bot never uses."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "voice will NOT be supported" not in record.getMessage()
 
 
 async def _call(work: Awaitable[T]) -> T:

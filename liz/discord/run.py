@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from importlib.util import find_spec
 
 from liz.app import App
@@ -22,7 +23,7 @@ async def run_discord(app: App, agent_id: str) -> None:
     if find_spec("discord") is None:
         raise UsageError(MISSING_EXTRA)
     from liz.connectors.bot import ChatBot
-    from liz.discord.gateway import DiscordGateway
+    from liz.discord.gateway import DiscordGateway, QuietVoice
     from liz.discord.platform import TOKEN_MISSING, DiscordPlatform
     from liz.discord.settings import DiscordSettings
     from liz.telegram.run import stop_on_sigterm
@@ -31,6 +32,7 @@ async def run_discord(app: App, agent_id: str) -> None:
     if settings.bot_token is None:
         raise UsageError(TOKEN_MISSING)
     agent = app.agent(agent_id)
+    logging.getLogger("discord.client").addFilter(QuietVoice())
     platform = DiscordPlatform(settings, DiscordGateway(settings.bot_token.get_secret_value()))
     stop_on_sigterm()
     try:
