@@ -10,6 +10,7 @@ import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
+import httpx
 import pytest
 from sqlalchemy import select
 
@@ -195,3 +196,18 @@ async def test_a_refused_token_stops_the_bot(framework: AgentFramework, agent: B
     with pytest.raises(ConnectorAuthError, match="DISCORD_BOT_TOKEN"):
         await bot.run()
     assert discord.connections == 0
+
+
+async def test_health_and_metrics_show_the_bot(
+    framework: AgentFramework, agent: BaseAgent, scripted: ScriptedOpenAI, client: httpx.AsyncClient
+) -> None:
+    scripted.respond_with(Brain())
+    discord = FakeDiscord()
+    async with running(framework, agent, discord):
+        discord.say("hello", user_id=7)
+        await until(lambda: answers(discord, "hello") == 1, "the answer")
+    health = (await client.get("/health")).json()
+    metrics = (await client.get("/metrics")).text
+    (bot,) = health["connectors"]
+    assert (bot["bot"], bot["answered"], bot["backlog"]) == ("discord:4242", 1, 0)
+    assert 'liz_connector_answered_messages{platform="discord"} 1.0' in metrics
