@@ -58,7 +58,9 @@ class _Gateway(discord.Client):
         self._received_by_liz = received
 
     async def on_message(self, message: discord.Message) -> None:
-        self._received_by_liz(fields_of(message, in_server=message.guild is not None))
+        # A server's channel not in discord.py's cache is a PartialMessageable: not private.
+        private = isinstance(message.channel, discord.abc.PrivateChannel)
+        self._received_by_liz(fields_of(message, in_server=not private))
 
 
 def fields_of(message: discord.Message, *, in_server: bool) -> DiscordMessage:
@@ -84,8 +86,13 @@ class DiscordGateway:
     :class:`liz.discord.platform.DiscordPlatform` holds what the bot does with them.
     """
 
-    def __init__(self, token: str) -> None:
+    def __init__(
+        self, token: str, *, connector: Callable[[], aiohttp.BaseConnector] | None = None
+    ) -> None:
+        """``connector`` makes each client's aiohttp connector (tests reach a fake
+        Discord through one); by default, discord.py's own."""
         self._token = token
+        self._connector = connector
         self._client: _Gateway | None = None
         self._gateway: asyncio.Task[None] | None = None
         self._deliver: Callable[[DiscordMessage], None] | None = None
@@ -93,7 +100,7 @@ class DiscordGateway:
 
     async def login(self) -> Login:
         """Check the token; who the bot is and whether it may read server messages."""
-        probe = discord.Client(intents=_intents(reads_content=False))
+        probe = discord.Client(intents=_intents(reads_content=False), **self._options())
         try:
             await _call(probe.login(self._token))
             user = probe.user
@@ -165,6 +172,9 @@ class DiscordGateway:
             self._gateway.cancel()
             await asyncio.gather(self._gateway, return_exceptions=True)
 
+    def _options(self) -> dict[str, Any]:
+        return {} if self._connector is None else {"connector": self._connector()}
+
     def _received(self, message: DiscordMessage) -> None:
         if self._deliver is not None:
             self._deliver(message)
@@ -173,7 +183,7 @@ class DiscordGateway:
         """The client, logged in over HTTP (sending needs no gateway)."""
         if self._client is None:
             intents = _intents(reads_content=self._reads_content)
-            client = _Gateway(self._received, intents=intents)
+            client = _Gateway(self._received, intents=intents, **self._options())
             await _call(client.login(self._token))
             self._client = client
         return self._client
