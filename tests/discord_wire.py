@@ -64,6 +64,9 @@ class DiscordWire:
         self.posted: list[Posted] = []
         self.typing: list[int] = []
         self.identified: list[int] = []  # the intents of each IDENTIFY
+        # Each channel's messages (REST payloads), and its server (None: a DM).
+        self.history: dict[int, list[dict[str, Any]]] = {}
+        self.servers: dict[int, int | None] = {}
         self._ids = itertools.count(1_100_000_000_000_000_000)
         self._sockets: list[tuple[asyncio.AbstractEventLoop, asyncio.Queue[dict[str, Any]]]] = []
         self._lock = threading.Lock()
@@ -115,6 +118,10 @@ class DiscordWire:
             }
             data["referenced_message"].pop("message_reference")
             data["referenced_message"].pop("referenced_message", None)
+        self.history.setdefault(channel_id, []).append(
+            {key: value for key, value in data.items() if key != "guild_id"}
+        )
+        self.servers[channel_id] = guild_id
         self._push({"op": 0, "t": "MESSAGE_CREATE", "d": data})
         return message_id
 
@@ -178,6 +185,32 @@ class DiscordWire:
                 "type": 0,
             }
         )
+
+    async def _channel(self, request: web.Request) -> web.StreamResponse:
+        channel_id = int(request.match_info["channel"])
+        if channel_id not in self.servers:
+            return _json({"message": "Unknown Channel", "code": 10003}, status=404)
+        server = self.servers[channel_id]
+        if server is None:
+            return _json({"id": str(channel_id), "type": 1, "recipients": [_user(8, "person8")]})
+        return _json(
+            {
+                "id": str(channel_id),
+                "type": 0,
+                "guild_id": str(server),
+                "name": "general",
+                "position": 0,
+                "permission_overwrites": [],
+            }
+        )
+
+    async def _messages(self, request: web.Request) -> web.StreamResponse:
+        """A channel's messages after ``after``: the oldest ``limit`` of them, newest first."""
+        channel_id = int(request.match_info["channel"])
+        after = int(request.query.get("after", "0"))
+        limit = int(request.query.get("limit", "50"))
+        later = [m for m in self.history.get(channel_id, []) if int(m["id"]) > after]
+        return _json(list(reversed(sorted(later, key=lambda m: int(m["id"]))[:limit])))
 
     async def _typing(self, request: web.Request) -> web.StreamResponse:
         self.typing.append(int(request.match_info["channel"]))
@@ -244,6 +277,8 @@ class DiscordWire:
         app.router.add_get(f"{base}/oauth2/applications/@me", self._application)
         app.router.add_post(f"{base}/channels/{{channel}}/messages", self._post)
         app.router.add_post(f"{base}/channels/{{channel}}/typing", self._typing)
+        app.router.add_get(f"{base}/channels/{{channel}}", self._channel)
+        app.router.add_get(f"{base}/channels/{{channel}}/messages", self._messages)
         app.router.add_get("/", self._gateway)
         return app
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -94,3 +95,51 @@ async def test_without_the_content_intent_the_bot_says_so_and_does_not_ask_for_i
         await platform.aclose()
     assert "@liz_bot has the Message Content intent off" in caplog.text
     assert discord.identified and not discord.identified[0] & (1 << 15)
+
+
+async def test_what_was_said_while_the_bot_was_stopped_is_read_from_history_and_answered_once(
+    framework: AgentFramework, agent: BaseAgent, scripted: ScriptedOpenAI, tmp_path: Path
+) -> None:
+    scripted.respond_with(Brain())
+    discord = DiscordWire(username="liz_bot")
+
+    async def run_until(condition: Callable[[], bool], what: str) -> None:
+        settings = DiscordSettings(_env_file=None, bot_token=TOKEN, poll_timeout=0.1)
+        platform = DiscordPlatform(settings, DiscordGateway(TOKEN, connector=connector))
+        bot = ChatBot(agent, framework, platform, source=InputSource.DISCORD)
+        task = asyncio.create_task(bot.run())
+        try:
+            await until(lambda: discord.connected() or task.done(), "the gateway connected")
+            await until(lambda: condition() or task.done(), what)
+        finally:
+            task.cancel()
+            (ended,) = await asyncio.gather(task, return_exceptions=True)
+            await platform.aclose()
+        if isinstance(ended, Exception):
+            raise ended
+
+    def answers() -> list[str]:
+        return sorted(posted.body["content"] for posted in discord.posted)
+
+    with discord.serve(tmp_path) as connector:
+        discord.say("too early", user_id=8, channel_id=DM)  # no cursor yet: not seen
+
+        async def first_round() -> None:
+            await until(discord.connected, "connected")
+            discord.say("hello", user_id=8, channel_id=DM)
+            discord.say("hi all", user_id=9, channel_id=CHANNEL, guild_id=GUILD, mention_bot=True)
+
+        starting = asyncio.create_task(first_round())
+        await run_until(lambda: len(discord.posted) == 2, "two answers")
+        await starting
+        # Nobody is connected: the gateway pushes these to no one.
+        discord.say("while stopped", user_id=8, channel_id=DM)
+        discord.say("lunch?", user_id=9, channel_id=CHANNEL, guild_id=GUILD)
+        discord.say("still there?", user_id=9, channel_id=CHANNEL, guild_id=GUILD, mention_bot=True)
+        await run_until(lambda: len(discord.posted) == 4, "the missed messages answered")
+    assert answers() == [
+        "Re: @liz_bot hi all",
+        "Re: @liz_bot still there?",
+        "Re: hello",
+        "Re: while stopped",
+    ]
