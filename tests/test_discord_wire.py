@@ -20,7 +20,7 @@ from liz.discord.settings import DiscordSettings
 from liz.pipeline import AgentFramework
 from liz.testing.openai_server import ScriptedOpenAI
 from liz.types import InputSource
-from tests.discord_wire import TOKEN, DiscordWire
+from tests.discord_server import TOKEN, DiscordServer
 from tests.telegram_process import Brain
 from tests.test_discord_bot import until
 
@@ -34,7 +34,7 @@ async def test_discord_py_messages_are_answered_as_replies_that_ping_only_the_au
 ) -> None:
     brain = Brain()
     scripted.respond_with(brain)
-    discord = DiscordWire(username="liz_bot")
+    discord = DiscordServer(username="liz_bot")
     with discord.serve(tmp_path) as connector:
         settings = DiscordSettings(_env_file=None, bot_token=TOKEN, poll_timeout=0.1)
         platform = DiscordPlatform(settings, DiscordGateway(TOKEN, connector=connector))
@@ -73,7 +73,7 @@ async def test_discord_py_messages_are_answered_as_replies_that_ping_only_the_au
 
 
 async def test_a_refused_token_is_the_one_line_naming_the_setting(tmp_path: Path) -> None:
-    discord = DiscordWire()
+    discord = DiscordServer()
     with discord.serve(tmp_path) as connector:
         wire = DiscordGateway("a-revoked-token", connector=connector)
         with pytest.raises(ConnectorAuthError) as refused:
@@ -85,7 +85,7 @@ async def test_a_refused_token_is_the_one_line_naming_the_setting(tmp_path: Path
 async def test_without_the_content_intent_the_bot_says_so_and_does_not_ask_for_it(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    discord = DiscordWire(username="liz_bot", content=False)
+    discord = DiscordServer(username="liz_bot", content=False)
     with discord.serve(tmp_path) as connector:
         settings = DiscordSettings(_env_file=None, bot_token=TOKEN, poll_timeout=0.1)
         platform = DiscordPlatform(settings, DiscordGateway(TOKEN, connector=connector))
@@ -101,7 +101,7 @@ async def test_what_was_said_while_the_bot_was_stopped_is_read_from_history_and_
     framework: AgentFramework, agent: BaseAgent, scripted: ScriptedOpenAI, tmp_path: Path
 ) -> None:
     scripted.respond_with(Brain())
-    discord = DiscordWire(username="liz_bot")
+    discord = DiscordServer(username="liz_bot")
 
     async def run_until(condition: Callable[[], bool], what: str) -> None:
         settings = DiscordSettings(_env_file=None, bot_token=TOKEN, poll_timeout=0.1)

@@ -6,9 +6,9 @@ A message that arrived while no process ran is never pushed by the gateway; the
 history of a channel after a message id is read with the channel's ``history``.
 discord.py's exceptions become :mod:`liz.connectors.errors` here.
 
-discord.py builds its ``Message`` objects only from its private connection state,
-so the rules (:mod:`liz.discord.messages`) take plain :class:`DiscordMessage` data,
-turned from discord.py's objects by :func:`fields_of`.
+The rules (:mod:`liz.discord.messages`) take plain :class:`DiscordMessage` data,
+turned from discord.py's objects by :func:`fields_of`: discord.py builds a
+``Message`` only from its connection state, so plain data is what tests can write.
 """
 
 from __future__ import annotations

@@ -54,7 +54,7 @@ def _user(user_id: int, name: str, *, bot: bool = False) -> dict[str, Any]:
     }
 
 
-class DiscordWire:
+class DiscordServer:
     """One bot's Discord: its token, its application's intents, its channels."""
 
     def __init__(self, *, bot_id: int = 4242, username: str = "liz_bot", content: bool = True):
