@@ -10,6 +10,7 @@ from pydantic import AliasChoices
 from pydantic_settings import BaseSettings
 
 import liz.config
+import liz.discord.settings
 import liz.facts.settings
 import liz.learning_queue.settings
 import liz.telegram.settings
@@ -22,6 +23,7 @@ MODULES = [
     liz.learning_queue.settings,
     liz.twitter.settings,
     liz.telegram.settings,
+    liz.discord.settings,
 ]
 
 

@@ -15,6 +15,7 @@ import typer
 from liz.cli.agents import agents_app
 from liz.cli.chat import chat
 from liz.cli.db import db_app
+from liz.cli.discord import discord_app
 from liz.cli.facts import facts_app
 from liz.cli.project import init
 from liz.cli.scripted import scripted_llm
@@ -60,5 +61,6 @@ app.command("usage")(show_usage)
 app.add_typer(db_app, name="db")
 app.add_typer(twitter_app, name="twitter")
 app.add_typer(telegram_app, name="telegram")
+app.add_typer(discord_app, name="discord")
 app.add_typer(facts_app, name="facts")
 app.add_typer(agents_app, name="agents")

@@ -105,4 +105,4 @@ async def counts(session: AsyncSession, bot_key: str) -> dict[str, int]:
         .where(ConnectorInboxRecord.bot_key == bot_key)
         .group_by(ConnectorInboxRecord.state)
     )
-    return {state: int(count) for state, count in rows.tuples()}
+    return {state: int(count) for state, count in rows}

@@ -60,14 +60,14 @@ async def bot_statuses(session: AsyncSession) -> list[BotStatus]:
             ConnectorInboxRecord.bot_key, ConnectorInboxRecord.state
         )
     )
-    for bot_key, state, count in rows.tuples():
+    for bot_key, state, count in rows:
         messages[(bot_key, state)] = int(count)
     unsent = await session.execute(
         select(ConnectorOutboxRecord.bot_key, func.count())
         .where(ConnectorOutboxRecord.state == PLANNED)
         .group_by(ConnectorOutboxRecord.bot_key)
     )
-    to_send = {bot_key: int(count) for bot_key, count in unsent.tuples()}
+    to_send = {bot_key: int(count) for bot_key, count in unsent}
     return [
         BotStatus(
             bot_key=cursor.bot_key,
