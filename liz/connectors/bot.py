@@ -5,10 +5,10 @@ the platform (a long poll) and stores what came in the transaction that moves th
 cursor. A message is answered by one turn of the app's chain, whose reply and
 planned parts are committed together (:mod:`liz.connectors.outbox`). When the LLM
 or the database is out, the message stays in the inbox and is answered once they
-are back; reading goes on meanwhile, so nothing the platform holds is lost.
+are back; reading goes on meanwhile, so nothing the platform holds is lost::
 
->>> bot = ChatBot(agent, framework, TelegramPlatform(settings), source=InputSource.TELEGRAM)
->>> await bot.run()   # until cancelled, or a refused token
+    bot = ChatBot(agent, framework, TelegramPlatform(settings), source=InputSource.TELEGRAM)
+    await bot.run()  # until cancelled, or a refused token
 """
 
 from __future__ import annotations
