@@ -10,14 +10,16 @@ pins the exact versions CI runs).
    a connection's own thread in one call (``Connection._execute``, ``._conn``).
 2. SQLAlchemy's aiosqlite adapter (checked against 2.1.9): :func:`one_hop_dbapi`, its
    DBAPI module with one hop to SQLite's thread per statement, not four.
-3. uvicorn's h11 protocol (checked against 0.55.0): :class:`H11Protocol` and
-   :func:`awaiting_request_headers`, for the header timeout uvicorn has no option for.
+3. uvicorn's h11 protocol (checked against 0.55.0): :class:`H11Protocol`,
+   :func:`awaiting_request_headers` and :func:`h11_protocol_with_header_deadline`, for
+   the header timeout uvicorn has no option for.
 4. twikit (checked against 2.3.3): :func:`twikit_conversation_id`, which its ``Tweet``
    keeps only in the raw data.
 """
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import sqlite3
 from collections.abc import Callable, Sequence
@@ -38,6 +40,7 @@ __all__ = [
     "H11Protocol",
     "OneHopCursor",
     "awaiting_request_headers",
+    "h11_protocol_with_header_deadline",
     "one_hop_dbapi",
     "run_on_sqlite_thread",
     "twikit_conversation_id",
@@ -156,7 +159,7 @@ def one_hop_dbapi() -> AsyncAdapt_aiosqlite_dbapi:
 # 3. uvicorn's h11 protocol --------------------------------------------------------------
 # H11Protocol is what ``uvicorn.run(http="h11")`` serves with; a subclass passed as
 # ``http=`` may watch each connection. Its ``conn`` (the h11.Connection), ``transport``
-# and ``loop`` are set by uvicorn and read here and by liz.http.slow_clients.
+# and ``loop`` are set by uvicorn and read here.
 
 
 def __getattr__(name: str) -> Any:
@@ -171,6 +174,48 @@ def __getattr__(name: str) -> Any:
 def awaiting_request_headers(protocol: H11Protocol) -> bool:
     """Whether the connection is open and its next request's headers are not all in."""
     return protocol.conn.their_state is h11.IDLE and not protocol.transport.is_closing()
+
+
+def h11_protocol_with_header_deadline(header_timeout: float, too_slow: bytes) -> type[Any]:
+    """uvicorn's h11 protocol, writing ``too_slow`` and closing a connection whose next
+    request's headers are not all in ``header_timeout`` seconds after it opened or after
+    its last request (liz.http.slow_clients)."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class HeaderDeadlineProtocol(H11Protocol):
+        _header_timer: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._arm()
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if awaiting_request_headers(self):
+                self._arm()  # part of a request's headers, or none yet: the clock runs
+            else:
+                self._disarm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+        def _arm(self) -> None:
+            if self._header_timer is None:
+                self._header_timer = self.loop.call_later(header_timeout, self._too_slow)
+
+        def _disarm(self) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+
+        def _too_slow(self) -> None:
+            self._header_timer = None
+            if awaiting_request_headers(self):
+                self.transport.write(too_slow)
+                self.transport.close()
+
+    return HeaderDeadlineProtocol
 
 
 # 4. twikit ------------------------------------------------------------------------------
