@@ -14,13 +14,12 @@ import typer
 
 from liz.cli.agents import agents_app
 from liz.cli.chat import chat
+from liz.cli.chat_bots import discord_app, telegram_app
 from liz.cli.db import db_app
-from liz.cli.discord import discord_app
 from liz.cli.facts import facts_app
 from liz.cli.project import init
 from liz.cli.scripted import scripted_llm
 from liz.cli.serve import serve
-from liz.cli.telegram import telegram_app
 from liz.cli.twitter import twitter_app
 from liz.cli.usage import show_usage
 

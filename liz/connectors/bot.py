@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import signal
 from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import timedelta
 
@@ -249,3 +250,11 @@ class ChatBot:
         finally:
             done.set()
             await task
+
+
+def stop_on_sigterm() -> None:
+    """SIGTERM (systemd, Docker, Kubernetes) stops the bot as Ctrl-C does: a send in
+    flight is finished and noted first, so a restart sends nothing twice."""
+    task = asyncio.current_task()
+    if task is not None:
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)

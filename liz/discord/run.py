@@ -22,11 +22,10 @@ async def run_discord(app: App, agent_id: str) -> None:
     """
     if find_spec("discord") is None:
         raise UsageError(MISSING_EXTRA)
-    from liz.connectors.bot import ChatBot
+    from liz.connectors.bot import ChatBot, stop_on_sigterm
     from liz.discord.gateway import DiscordGateway, QuietVoice
     from liz.discord.platform import TOKEN_MISSING, DiscordPlatform
     from liz.discord.settings import DiscordSettings
-    from liz.telegram.run import stop_on_sigterm
 
     settings = load_settings(DiscordSettings)
     if settings.bot_token is None:

@@ -24,7 +24,7 @@ async def run_telegram(app: App, agent_id: str) -> None:
     """
     if find_spec("telegram") is None:
         raise UsageError(MISSING_EXTRA)
-    from liz.connectors.bot import ChatBot
+    from liz.connectors.bot import ChatBot, stop_on_sigterm
     from liz.telegram.platform import TOKEN_MISSING, TelegramPlatform
     from liz.telegram.redaction import redact_in_logs
     from liz.telegram.settings import TelegramSettings
@@ -47,14 +47,3 @@ async def run_telegram(app: App, agent_id: str) -> None:
             await bot.run()
     finally:
         await platform.aclose()
-
-
-def stop_on_sigterm() -> None:
-    """SIGTERM (systemd, Docker, Kubernetes) stops the bot as Ctrl-C does: a send in
-    flight is finished and noted first, so a restart sends nothing twice."""
-    import asyncio
-    import signal
-
-    task = asyncio.current_task()
-    if task is not None:
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
