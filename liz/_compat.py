@@ -176,6 +176,11 @@ def awaiting_request_headers(protocol: H11Protocol) -> bool:
     return protocol.conn.their_state is h11.IDLE and not protocol.transport.is_closing()
 
 
+# How long a connection answered 408 for slow headers is still read (and dropped) before
+# it is closed.
+LINGER_AFTER_TOO_SLOW = 2.0
+
+
 def h11_protocol_with_header_deadline(header_timeout: float, too_slow: bytes) -> type[Any]:
     """uvicorn's h11 protocol, writing ``too_slow`` and closing a connection whose next
     request's headers are not all in ``header_timeout`` seconds after it opened or after
@@ -184,12 +189,15 @@ def h11_protocol_with_header_deadline(header_timeout: float, too_slow: bytes) ->
 
     class HeaderDeadlineProtocol(H11Protocol):
         _header_timer: asyncio.TimerHandle | None = None
+        _answered_too_slow = False
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
             self._arm()
 
         def data_received(self, data: bytes) -> None:
+            if self._answered_too_slow:
+                return  # the 408 is written; what the client still sends is dropped
             super().data_received(data)
             if awaiting_request_headers(self):
                 self._arm()  # part of a request's headers, or none yet: the clock runs
@@ -212,8 +220,13 @@ def h11_protocol_with_header_deadline(header_timeout: float, too_slow: bytes) ->
         def _too_slow(self) -> None:
             self._header_timer = None
             if awaiting_request_headers(self):
+                # Half-close, then read on for a moment: a socket closed with the client's
+                # bytes unread sends a reset, which can discard the 408 before it is read.
+                self._answered_too_slow = True
                 self.transport.write(too_slow)
-                self.transport.close()
+                if self.transport.can_write_eof():
+                    self.transport.write_eof()
+                self.loop.call_later(LINGER_AFTER_TOO_SLOW, self.transport.close)
 
     return HeaderDeadlineProtocol
 

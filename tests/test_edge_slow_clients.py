@@ -77,6 +77,21 @@ def test_a_connection_trickling_its_headers_is_closed_with_a_408(base_url: str) 
     assert answer.startswith(b"HTTP/1.1 408 ")
 
 
+def test_a_client_still_sending_after_the_header_deadline_can_read_the_408(
+    base_url: str,
+) -> None:
+    # A server that closes at once, with the client's bytes unread, answers them with a
+    # reset: the client's next send fails and the 408 is lost.
+    with connect(base_url) as sock:
+        sock.sendall(b"GET /health HTTP/1.1\r\nHost: localhost\r\nX-Slow: a")
+        time.sleep(HEADER_TIMEOUT + 0.5)
+        sock.sendall(b"a" * 100)
+        time.sleep(0.2)
+        sock.sendall(b"a" * 100)
+        time.sleep(0.2)
+        assert sock.recv(65_536).startswith(b"HTTP/1.1 408 ")
+
+
 def test_a_connection_trickling_its_body_is_answered_408_and_closed(base_url: str) -> None:
     body = b'{"input": {"agentId": "business-advisor", "userId": "u1", "text": "' + b"a" * 400
     with connect(base_url) as sock:
