@@ -10,11 +10,11 @@ import pytest
 
 from liz.bootstrap import build_framework
 from liz.config import Settings
+from liz.connectors.leader import FileLeaderLock, PostgresLeaderLock, leader_lock_for
 from liz.db.engine import create_engine
 from liz.errors import StorageError
 from liz.runtime import Runtime
 from liz.twitter.bot import TwitterBot
-from liz.twitter.leader import FileLeaderLock, PostgresLeaderLock, leader_lock_for
 from tests.test_twitter_bot import World, bot_settings
 
 # The fixture, shared with the single-bot tests (a re-export, so pytest finds it here).

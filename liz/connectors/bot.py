@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import signal
 from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import timedelta
 
@@ -24,14 +23,13 @@ from liz.agent import BaseAgent
 from liz.caller_errors import as_liz_error
 from liz.connectors import inbox
 from liz.connectors.errors import ConnectorAuthError, ConnectorError, ConnectorRateLimited
-from liz.connectors.leader import bot_leader_lock
+from liz.connectors.leader import LeaderLock, bot_leader_lock, wait_for_leadership
 from liz.connectors.outbox import reply_statements, send_unsent
 from liz.connectors.platform import BotIdentity, ChatPlatform
 from liz.connectors.tables import ConnectorInboxRecord
 from liz.db.driver import Bound, connect
 from liz.errors import LizError, StorageError
 from liz.pipeline import AgentFramework
-from liz.twitter.leader import LeaderLock
 from liz.types import AgentReply, Clock, InputObject, InputSource, SystemClock
 
 logger = logging.getLogger(__name__)
@@ -107,18 +105,13 @@ class ChatBot:
             await leader.release()
 
     async def _wait_for_leadership(self, leader: LeaderLock) -> None:
-        announced = False
-        while True:
-            try:
-                if await leader.try_acquire():
-                    break
-            except LizError as exc:
-                logger.warning("%s: cannot take the leader lock: %s", self.bot_key, exc.message)
-            else:
-                if not announced:
-                    logger.info("%s: another process runs this bot; standing by", self.bot_key)
-                    announced = True
-            await self.clock.sleep(self.leader_retry_seconds)
+        await wait_for_leadership(
+            leader,
+            self.clock,
+            self.leader_retry_seconds,
+            who=self.bot_key,
+            standby="another process runs this bot",
+        )
         logger.info("%s: reading and answering", self.bot_key)
 
     async def _serve(self, leader: LeaderLock) -> None:
@@ -250,11 +243,3 @@ class ChatBot:
         finally:
             done.set()
             await task
-
-
-def stop_on_sigterm() -> None:
-    """SIGTERM (systemd, Docker, Kubernetes) stops the bot as Ctrl-C does: a send in
-    flight is finished and noted first, so a restart sends nothing twice."""
-    task = asyncio.current_task()
-    if task is not None:
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)

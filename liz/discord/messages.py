@@ -25,7 +25,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from liz.connectors.platform import BotIdentity, Incoming
-from liz.telegram.splitting import split_message
+from liz.connectors.splitting import split_message
 
 # Discord refuses a message over 2,000 characters.
 MAX_MESSAGE_LENGTH = 2000

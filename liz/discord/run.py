@@ -5,7 +5,9 @@ from __future__ import annotations
 import logging
 from importlib.util import find_spec
 
+from liz.agent import BaseAgent
 from liz.app import App
+from liz.connectors.run import run_chat_bot
 from liz.errors import UsageError
 from liz.settings_errors import load_settings
 from liz.types import InputSource
@@ -22,7 +24,6 @@ async def run_discord(app: App, agent_id: str) -> None:
     """
     if find_spec("discord") is None:
         raise UsageError(MISSING_EXTRA)
-    from liz.connectors.bot import ChatBot, stop_on_sigterm
     from liz.discord.gateway import DiscordGateway, QuietVoice
     from liz.discord.platform import TOKEN_MISSING, DiscordPlatform
     from liz.discord.settings import DiscordSettings
@@ -30,14 +31,10 @@ async def run_discord(app: App, agent_id: str) -> None:
     settings = load_settings(DiscordSettings)
     if settings.bot_token is None:
         raise UsageError(TOKEN_MISSING)
-    agent = app.agent(agent_id)
-    logging.getLogger("discord.client").addFilter(QuietVoice())
-    platform = DiscordPlatform(settings, DiscordGateway(settings.bot_token.get_secret_value()))
-    stop_on_sigterm()
-    try:
-        async with app.open() as framework:
-            framework.runtime.llm  # noqa: B018 -- raises LLMNotConfigured now, not at the first message
-            bot = ChatBot(agent, framework, platform, source=InputSource.DISCORD)
-            await bot.run()
-    finally:
-        await platform.aclose()
+    token = settings.bot_token.get_secret_value()
+
+    def platform_for(agent: BaseAgent) -> DiscordPlatform:
+        logging.getLogger("discord.client").addFilter(QuietVoice())
+        return DiscordPlatform(settings, DiscordGateway(token))
+
+    await run_chat_bot(app, agent_id, source=InputSource.DISCORD, platform_for=platform_for)

@@ -36,15 +36,17 @@ from liz.connectors.errors import (
     ConnectorUnavailable,
 )
 from liz.connectors.platform import Batch, BotIdentity
+from liz.connectors.splitting import split_message
 from liz.errors import UsageError
 from liz.telegram.redaction import redacted
 from liz.telegram.settings import TelegramSettings
-from liz.telegram.splitting import split_message
 from liz.telegram.updates import Greeting, to_answer
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
+# Telegram refuses a longer message (counted in UTF-16 code units).
+MAX_MESSAGE_LENGTH = 4096
 TOKEN_MISSING = (
     "no Telegram bot token: set TELEGRAM_BOT_TOKEN to the token @BotFather gave your bot"
 )
@@ -122,7 +124,7 @@ class TelegramPlatform:
         await self._call(lambda: self._bot.send_chat_action(int(chat_id), ChatAction.TYPING))
 
     def split(self, text: str) -> list[str]:
-        return split_message(text)
+        return split_message(text, MAX_MESSAGE_LENGTH)
 
     async def aclose(self) -> None:
         try:

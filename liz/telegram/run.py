@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import logging
 from importlib.util import find_spec
 
+from liz.agent import BaseAgent
 from liz.app import App
+from liz.connectors.run import run_chat_bot
 from liz.errors import UsageError
 from liz.settings_errors import load_settings
 from liz.types import InputSource
-
-logger = logging.getLogger(__name__)
 
 MISSING_EXTRA = "the Telegram bot needs the telegram extra: pip install 'liz-agents[telegram]'"
 
@@ -24,7 +23,6 @@ async def run_telegram(app: App, agent_id: str) -> None:
     """
     if find_spec("telegram") is None:
         raise UsageError(MISSING_EXTRA)
-    from liz.connectors.bot import ChatBot, stop_on_sigterm
     from liz.telegram.platform import TOKEN_MISSING, TelegramPlatform
     from liz.telegram.redaction import redact_in_logs
     from liz.telegram.settings import TelegramSettings
@@ -33,17 +31,11 @@ async def run_telegram(app: App, agent_id: str) -> None:
     if settings.bot_token is None:
         raise UsageError(TOKEN_MISSING)
     redact_in_logs(settings.bot_token.get_secret_value())
-    agent = app.agent(agent_id)
 
-    def greeting(first_name: str) -> str:
-        return agent.templates.render("telegram_start.j2", first_name=first_name)
+    def platform_for(agent: BaseAgent) -> TelegramPlatform:
+        def greeting(first_name: str) -> str:
+            return agent.templates.render("telegram_start.j2", first_name=first_name)
 
-    platform = TelegramPlatform(settings, greeting=greeting)
-    stop_on_sigterm()
-    try:
-        async with app.open() as framework:
-            framework.runtime.llm  # noqa: B018 -- raises LLMNotConfigured now, not at the first message
-            bot = ChatBot(agent, framework, platform, source=InputSource.TELEGRAM)
-            await bot.run()
-    finally:
-        await platform.aclose()
+        return TelegramPlatform(settings, greeting=greeting)
+
+    await run_chat_bot(app, agent_id, source=InputSource.TELEGRAM, platform_for=platform_for)

@@ -13,11 +13,11 @@ from datetime import datetime
 from typing import TypeVar
 
 from liz.agent import BaseAgent
-from liz.errors import LizError, UsageError
+from liz.connectors.leader import LeaderLock, leader_lock_for, wait_for_leadership
+from liz.errors import UsageError
 from liz.pipeline import AgentFramework
 from liz.twitter.context import BotContext
 from liz.twitter.errors import FATAL_ERRORS
-from liz.twitter.leader import LeaderLock, leader_lock_for
 from liz.twitter.posting import first_post_time, write_and_post
 from liz.twitter.replying import ReplyCycle
 from liz.twitter.retry import bot_retrying, is_worth_retrying
@@ -128,24 +128,13 @@ class TwitterBot:
                 await self.leader.release()
 
     async def _wait_for_leadership(self) -> None:
-        announced = False
-        while True:
-            try:
-                if await self.leader.try_acquire():
-                    break
-            except LizError as exc:
-                # The database may come back; a standby that died here never would.
-                logger.warning(
-                    "agent %s: cannot take the leader lock: %s", self.agent.agent_id, exc.message
-                )
-            else:
-                if not announced:
-                    logger.info(
-                        "agent %s: another process runs its Twitter loops; standing by",
-                        self.agent.agent_id,
-                    )
-                    announced = True
-            await self.clock.sleep(self.settings.leader_retry_seconds)
+        await wait_for_leadership(
+            self.leader,
+            self.clock,
+            self.settings.leader_retry_seconds,
+            who=f"agent {self.agent.agent_id}",
+            standby="another process runs its Twitter loops",
+        )
         logger.info("agent %s: running the Twitter loops", self.agent.agent_id)
 
     async def _lead(self) -> None:

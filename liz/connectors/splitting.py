@@ -1,32 +1,32 @@
-"""Cutting a reply into messages Telegram takes: under 4,096 characters, at natural breaks.
+"""Cutting a reply into messages a chat platform takes: under its limit, at natural breaks.
 
-Telegram counts a message's length in UTF-16 code units. A reply is cut at the last
-paragraph break that fits, else the last sentence end, else the last space, and
-only a word longer than a whole message is cut inside. Only the whitespace at each
-cut is dropped: every word of the reply is sent, in order.
+Each platform passes its own limit. Lengths are counted in UTF-16 code units, as
+Telegram counts them; a platform that counts characters (Discord) gets parts that
+are, if anything, shorter. A reply is cut at the last paragraph break that fits,
+else the last sentence end, else the last space, and only a word longer than a
+whole message is cut inside. Only the whitespace at each cut is dropped: every
+word of the reply is sent, in order.
 """
 
 from __future__ import annotations
 
 import re
 
-MAX_MESSAGE_LENGTH = 4096
-
 _PARAGRAPH = re.compile(r"\n\s*\n")
 _SENTENCE = re.compile(r"(?<=[.!?…])\s+|\n")
 _SPACE = re.compile(r"\s+")
 
 
-def telegram_length(text: str) -> int:
+def utf16_length(text: str) -> int:
     """The length Telegram counts: UTF-16 code units."""
     return len(text.encode("utf-16-le")) // 2
 
 
-def split_message(text: str, limit: int = MAX_MESSAGE_LENGTH) -> list[str]:
+def split_message(text: str, limit: int) -> list[str]:
     """``text`` as messages of at most ``limit`` UTF-16 units; none for a blank text."""
     rest = text.strip()
     parts: list[str] = []
-    while telegram_length(rest) > limit:
+    while utf16_length(rest) > limit:
         cut = _cut(rest, limit)
         parts.append(rest[:cut].rstrip())
         rest = rest[cut:].lstrip()
