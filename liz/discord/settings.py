@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from liz.connectors.allowlist import AllowedUsers
 
 
 class DiscordSettings(BaseSettings):
@@ -19,13 +19,6 @@ class DiscordSettings(BaseSettings):
     bot_token: SecretStr | None = None
     # When set, only these Discord user ids get answers; everyone else, no reply and
     # no LLM call. Comma-separated.
-    allowed_users: Annotated[list[int], NoDecode] = Field(default_factory=list)
+    allowed_users: AllowedUsers = Field(default_factory=list)
     # How long one read waits for a message from the gateway, in seconds.
     poll_timeout: float = Field(default=5.0, gt=0, le=60)
-
-    @field_validator("allowed_users", mode="before")
-    @classmethod
-    def _comma_separated(cls, value: object) -> object:
-        if isinstance(value, str):
-            return [part.strip() for part in value.split(",") if part.strip()]
-        return value

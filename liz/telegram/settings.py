@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
 from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from liz.connectors.allowlist import AllowedUsers
 
 
 class TelegramSettings(BaseSettings):
@@ -21,19 +21,12 @@ class TelegramSettings(BaseSettings):
     api_url: str = "https://api.telegram.org"
     # When set, only these Telegram user ids get answers; everyone else, no reply and
     # no LLM call. Comma-separated.
-    allowed_users: Annotated[list[int], NoDecode] = Field(default_factory=list)
+    allowed_users: AllowedUsers = Field(default_factory=list)
     # Webhook mode (POST /telegram/{agentId} on `liz serve`): the secret Telegram sends
     # in X-Telegram-Bot-Api-Secret-Token, as given to setWebhook's secret_token.
     webhook_secret: SecretStr | None = None
     # How long one getUpdates waits for a message (long polling), in seconds.
     poll_timeout: int = Field(default=25, ge=0, le=50)
-
-    @field_validator("allowed_users", mode="before")
-    @classmethod
-    def _comma_separated(cls, value: object) -> object:
-        if isinstance(value, str):
-            return [part.strip() for part in value.split(",") if part.strip()]
-        return value
 
     @field_validator("api_url")
     @classmethod
