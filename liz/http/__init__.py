@@ -13,6 +13,6 @@
 
 from __future__ import annotations
 
-from liz.http.app import create_app, served_app
+from liz.http.starlette_app import create_app, served_app
 
 __all__ = ["create_app", "served_app"]

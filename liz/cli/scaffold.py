@@ -8,7 +8,7 @@ from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from liz.distribution import DISTRIBUTION
+from liz.cli.distribution import DISTRIBUTION
 from liz.errors import UsageError
 
 TEMPLATES = Path(__file__).parent / "project_template"

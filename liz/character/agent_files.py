@@ -15,10 +15,10 @@ from pathlib import Path
 
 from liz.agent import BaseAgent
 from liz.character import read_character_file
-from liz.character_formats import describe_ignored
+from liz.character.formats import describe_ignored
 from liz.errors import UsageError, syntax_error_line
+from liz.prompts.templates import PromptTemplates, default_templates
 from liz.routes import standard_routes
-from liz.templates import PromptTemplates, default_templates
 
 log = logging.getLogger(__name__)
 

@@ -8,10 +8,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
-from liz.agent_files import DEFAULT_AGENTS_DIR as DEFAULT_AGENTS_DIR
-from liz.agent_files import apply_prompts_dir as apply_prompts_dir
-from liz.agent_files import load_agents as load_agents
+from liz.character.agent_files import DEFAULT_AGENTS_DIR as DEFAULT_AGENTS_DIR
+from liz.character.agent_files import apply_prompts_dir as apply_prompts_dir
+from liz.character.agent_files import load_agents as load_agents
 from liz.config import Settings
+from liz.config.names import warn_about_unknown_names
 from liz.db.engine import create_engine, make_sessionmaker
 from liz.facts.settings import warn_about_old_names
 from liz.facts.store import FactStore
@@ -20,8 +21,7 @@ from liz.llm.scripted_endpoint import scripted_client
 from liz.observe.metrics import watch_pool
 from liz.observe.tracing import configure_tracing, flush_tracing
 from liz.pipeline import AgentFramework, Middleware
-from liz.runtime import Runtime
-from liz.settings_names import warn_about_unknown_names
+from liz.runtime.services import Runtime
 from liz.types import Clock, SystemClock
 
 

@@ -20,8 +20,8 @@ from typing import Any
 
 from jinja2 import ChoiceLoader, Environment, FileSystemLoader, PackageLoader, StrictUndefined
 
-from liz.conversation import conversation
-from liz.prompt_text import PromptText, neutralize, one_line, trusted
+from liz.prompts.conversation import conversation
+from liz.prompts.text import PromptText, neutralize, one_line, trusted
 
 __all__ = ["PromptTemplates", "PromptText", "default_templates", "neutralize", "trusted"]
 
@@ -47,7 +47,7 @@ class PromptTemplates:
             # Templates are read once per process, not checked on disk at every render.
             auto_reload=False,
         )
-        # `{{ memories | conversation }}`: the messages as prompt lines (liz.conversation).
+        # `{{ memories | conversation }}`: the messages as prompt lines (liz.prompts.conversation).
         self.environment.filters["conversation"] = conversation
         # `{{ text | one_line }}`: user text whose line breaks cannot start a prompt line.
         self.environment.filters["one_line"] = one_line
