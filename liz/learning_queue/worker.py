@@ -2,7 +2,8 @@
 
 A job is tried once its user's conversation has gone quiet (``learn_now``, with the
 user's other messages said here: see liz.learning_queue.bursts; then once the turns give
-way: see liz.runtime.turns_under_way), by this process's poller when it is due, or by any other process sharing
+way: see liz.runtime.turns_under_way), by this process's poller when it is due, or by
+any other process sharing
 the database, always through one claim (liz.learning_queue.claims). Up to
 ``batch_size`` ready messages of one user are learned in one round; a round that fails
 for another reason than an outage, or with a server error one message may cause every
@@ -412,8 +413,8 @@ class LearningWorker:
         return timedelta(seconds=self.settings.max_defer_seconds)
 
     async def _give_way(self, until: datetime) -> None:
-        """Wait for a lull in this process's turns (see ``liz.runtime.turns_under_way``), until ``until``
-        at the latest."""
+        """Wait for a lull in this process's turns (see ``liz.runtime.turns_under_way``),
+        until ``until`` at the latest."""
         if self.settings.max_defer_seconds > 0:
             await self._turns.lull(self.settings.quiet_seconds, until)
 

@@ -25,7 +25,7 @@ from liz.prompts.text import PromptText, neutralize, one_line, trusted
 
 __all__ = ["PromptTemplates", "PromptText", "default_templates", "neutralize", "trusted"]
 
-BUILTIN_DIR = Path(__file__).parent / "prompts"
+BUILTIN_DIR = Path(__file__).parent  # the .j2 files sit beside this module
 
 
 class PromptTemplates:
