@@ -22,7 +22,15 @@ from liz.routes import standard_routes
 
 log = logging.getLogger(__name__)
 
-DEFAULT_AGENTS_DIR = Path(__file__).parent / "agents"  # the bundled agents, as installed
+
+def _bundled_agents() -> Path:
+    """Where liz.agents is installed from: agents/ in an editable install."""
+    spec = importlib.util.find_spec("liz.agents")
+    assert spec is not None and spec.origin is not None, "liz is installed without liz.agents"
+    return Path(spec.origin).parent
+
+
+DEFAULT_AGENTS_DIR = _bundled_agents()
 PYTHON_FORMAT = "python"
 
 

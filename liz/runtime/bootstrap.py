@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from importlib import import_module
+from typing import cast
 
 from liz.character.agent_files import DEFAULT_AGENTS_DIR as DEFAULT_AGENTS_DIR
 from liz.character.agent_files import apply_prompts_dir as apply_prompts_dir
@@ -93,6 +95,8 @@ def build_framework(
 
     Steps added with ``framework.use`` and each agent's own run before it.
     """
-    from liz.middleware import standard_middleware
-
-    return AgentFramework(runtime, standard_middleware if middleware is None else middleware)
+    if middleware is None:
+        # liz.middleware is installed from the repository's middleware/ (setup.py), where
+        # mypy, which reads folders, cannot follow it; the annotation keeps the type.
+        middleware = cast("list[Middleware]", import_module("liz.middleware").standard_middleware)
+    return AgentFramework(runtime, middleware)
