@@ -12,7 +12,7 @@ CONSTRAINTS := constraints.txt
 .PHONY: serve test lint typecheck install upgrade migrate bench docs docs-build clean
 
 # liz installs as liz-agents; a venv made before holds it under the old name `liz`: dropped first.
-$(STAMP): pyproject.toml $(CONSTRAINTS)
+$(STAMP): pyproject.toml setup.py $(CONSTRAINTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip uninstall --quiet --yes liz 2>/dev/null || true

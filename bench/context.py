@@ -24,13 +24,13 @@ from pathlib import Path
 from benchkit import markdown_table, scratch_folder
 
 from liz.agents.business_advisor import create_agent
-from liz.bootstrap import build_framework
 from liz.config import Settings
 from liz.db.engine import create_engine
 from liz.db.migrate import upgrade
-from liz.runtime import Runtime
+from liz.prompts.tokens import estimate_tokens
+from liz.runtime.bootstrap import build_framework
+from liz.runtime.services import Runtime
 from liz.testing.openai_server import ScriptedOpenAI
-from liz.tokens import estimate_tokens
 from liz.types import InputObject
 
 SHOWN_TURNS = (1, 10, 50, 100, 150, 200, 250, 300)

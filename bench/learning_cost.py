@@ -40,7 +40,6 @@ from benchkit import markdown_table, mem0_process, mem0_venv
 from learning_conversation import CONVERSATIONS, REPLY, answer, answer_mem0, timeline
 
 from liz.agent import BaseAgent
-from liz.bootstrap import build_framework, open_runtime
 from liz.character import Character
 from liz.config import Settings
 from liz.db.migrate import upgrade_async
@@ -48,7 +47,8 @@ from liz.facts.settings import FactSettings
 from liz.learning_queue.beats import learn_at
 from liz.learning_queue.settings import LearningSettings
 from liz.routes import Route, conversation, converse
-from liz.runtime import Runtime
+from liz.runtime.bootstrap import build_framework, open_runtime
+from liz.runtime.services import Runtime
 from liz.testing.clock import ManualClock
 from liz.testing.openai_requests import RecordedRequest
 from liz.testing.openai_server import ScriptedOpenAI

@@ -44,7 +44,6 @@ from benchkit import BENCH, markdown_table, scratch_folder
 from context import AGENT_SENTENCES, USER_LINES, conversation
 
 from liz.agent import BaseAgent
-from liz.bootstrap import build_framework, open_runtime
 from liz.character import Character
 from liz.config import Settings
 from liz.db.migrate import upgrade_async
@@ -52,6 +51,7 @@ from liz.facts.settings import FactSettings
 from liz.learning_queue.settings import LearningSettings
 from liz.routes import Route, converse
 from liz.routes import conversation as conversation_route
+from liz.runtime.bootstrap import build_framework, open_runtime
 from liz.testing.clock import ManualClock
 from liz.testing.openai_requests import Answer, RecordedRequest
 from liz.testing.openai_server import ScriptedOpenAI

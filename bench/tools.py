@@ -37,17 +37,17 @@ from openai import AsyncOpenAI
 from scripted_server import scripted_server
 
 from liz.agent import BaseAgent
-from liz.bootstrap import build_framework
 from liz.character import Character
 from liz.config import Settings
 from liz.db.engine import create_engine
 from liz.db.migrate import upgrade_async
 from liz.llm.messages import build_messages
 from liz.routes import conversation
-from liz.runtime import Runtime
+from liz.runtime.bootstrap import build_framework
+from liz.runtime.services import Runtime
+from liz.runtime.turn_trace import Trace
 from liz.tools.context import ToolContext
 from liz.tools.loop import ToolTurn
-from liz.trace import Trace
 from liz.types import InputObject
 
 Way = Callable[[], Awaitable[object]]

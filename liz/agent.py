@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 from liz.character import Character
 from liz.errors import UsageError
 from liz.pipeline import Middleware, Route
-from liz.templates import PromptTemplates, default_templates
+from liz.prompts.templates import PromptTemplates, default_templates
 from liz.tools.declare import python_tool
 from liz.types import Tool
 

@@ -31,15 +31,15 @@ from starlette.types import Receive, Scope, Send
 
 from liz.agent import BaseAgent
 from liz.config import Settings
+from liz.config.loading import load_settings
 from liz.errors import UsageError
 from liz.pipeline import ErrorHandler, Middleware
-from liz.settings_errors import load_settings
 from liz.types import Clock
 
 if TYPE_CHECKING:
     from liz.llm import LLMClient
     from liz.pipeline import AgentFramework
-    from liz.runtime import Runtime
+    from liz.runtime.services import Runtime
 
 logger = logging.getLogger(__name__)
 
@@ -113,7 +113,7 @@ class App:
 
     def add_agents_from(self, folder: str | Path | None = None) -> App:
         """Add every agent in a folder (``*.py`` and character ``*.json`` files)."""
-        from liz.bootstrap import load_agents
+        from liz.runtime.bootstrap import load_agents
 
         for agent in load_agents(folder).values():
             self.add_agent(agent)
@@ -131,7 +131,7 @@ class App:
 
     def framework(self, runtime: Runtime) -> AgentFramework:
         """The chain this app runs, over ``runtime``."""
-        from liz.bootstrap import build_framework
+        from liz.runtime.bootstrap import build_framework
 
         framework = build_framework(runtime, self._chain)
         framework.use(*self._middleware)
@@ -146,8 +146,8 @@ class App:
         ``liz serve``, ``liz chat``, ``liz twitter`` and the ASGI lifespan all start
         here; the runtime is closed (background work drained) on exit.
         """
-        from liz.bootstrap import apply_prompts_dir, open_runtime
         from liz.db.migrate import upgrade_async
+        from liz.runtime.bootstrap import apply_prompts_dir, open_runtime
         from liz.tools.mcp_lifecycle import mcp_servers_running
 
         if not self.agents:
@@ -175,7 +175,7 @@ class App:
     def asgi(self) -> Starlette:
         """The Starlette app serving this app (built once)."""
         if self._asgi is None:
-            from liz.http.app import served_app
+            from liz.http.starlette_app import served_app
 
             self._asgi = served_app(self)
         return self._asgi

@@ -13,9 +13,9 @@ from __future__ import annotations
 import logging
 
 from liz.app import App
+from liz.cli.app_target import load_app
 from liz.config import Settings
-from liz.settings_errors import load_settings
-from liz.target import load_app
+from liz.config.loading import load_settings
 
 logger = logging.getLogger(__name__)
 

@@ -14,20 +14,20 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import TYPE_CHECKING, Any, Protocol
 
-from liz.caller_errors import as_liz_error
 from liz.db.health import outage_log
 from liz.errors import LizError, StorageError, UsageError
-from liz.observe.turns import observe_turn, store_usage
+from liz.errors.caller import as_liz_error
+from liz.observe.turn_observation import observe_turn, store_usage
 from liz.observe.usage import metering
-from liz.runtime import Runtime
-from liz.trace import Trace
+from liz.runtime.services import Runtime
+from liz.runtime.turn_trace import Trace
 from liz.types import AgentReply, EventSink, InputObject, Memory, Next, TokenSink, Tool
 
 if TYPE_CHECKING:
     from liz.character import Character
     from liz.db.driver import Bound
     from liz.facts.domain import Fact
-    from liz.templates import PromptTemplates
+    from liz.prompts.templates import PromptTemplates
     from liz.types import RouteChoice
 
 logger = logging.getLogger(__name__)

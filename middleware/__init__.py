@@ -9,14 +9,15 @@ your own anywhere in it.
 
 from __future__ import annotations
 
-from liz.middleware.create_memory import create_memory
-from liz.middleware.extract_facts import extract_facts
-from liz.middleware.load_memories import load_memories
-from liz.middleware.recall_facts import recall_facts
-from liz.middleware.router import router
-from liz.middleware.validate_input import validate_input
-from liz.middleware.wrap_context import wrap_context
 from liz.pipeline import Middleware
+
+from .create_memory import create_memory
+from .extract_facts import extract_facts
+from .load_memories import load_memories
+from .recall_facts import recall_facts
+from .router import router
+from .validate_input import validate_input
+from .wrap_context import wrap_context
 
 standard_middleware: list[Middleware] = [
     validate_input,

@@ -1,16 +1,16 @@
 """Load the user's recent conversation with this agent, as much as the token budget holds.
 
-The window of messages shown moves in steps (liz.context_window), so the start of the
+The window of messages shown moves in steps (liz.prompts.context_window), so the start of the
 conversation in the prompt stays the same for many turns and the provider's prompt cache
 serves it.
 """
 
 from __future__ import annotations
 
-from liz.context_window import conversation_window
 from liz.db.memories import read_recent
 from liz.errors import UsageError
 from liz.pipeline import AgentRequest, AgentResponse, Middleware
+from liz.prompts.context_window import conversation_window
 from liz.types import Next
 
 
@@ -20,7 +20,7 @@ def load_memories(limit: int = 100, tokens: int | None = None) -> Middleware:
     At most `limit` of them, and only the newest whose lines fit in `tokens`
     estimated tokens (default: the `LIZ_CONTEXT_TOKENS` setting; 0: no budget, the
     last `limit`). Once the conversation outgrows the budget, the window moves in steps
-    of about half of it, every few turns (liz.context_window). The newest
+    of about half of it, every few turns (liz.prompts.context_window). The newest
     memory is kept even when it alone is longer than the budget: the conversation's
     last line is what the user's next message answers.
     """

@@ -33,7 +33,7 @@ from liz.middleware import (
 )
 from liz.pipeline import AgentFramework, AgentResponse
 from liz.routes import conversation
-from liz.runtime import Runtime
+from liz.runtime.services import Runtime
 from liz.testing.clock import ManualClock
 from liz.testing.openai_server import RecordedRequest, ScriptedError
 from liz.types import InputObject

@@ -12,8 +12,8 @@ import pytest
 from liz.agent import BaseAgent
 from liz.character import Character
 from liz.errors import UsageError
+from liz.prompts.templates import PromptTemplates
 from liz.routes import conversation, create_new_tweet
-from liz.templates import PromptTemplates
 
 DATA = Path(__file__).parent / "data"
 

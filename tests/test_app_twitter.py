@@ -9,7 +9,7 @@ import pytest
 from liz import App, BaseAgent, Character
 from liz.pipeline import AgentRequest, AgentResponse
 from liz.routes import standard_routes
-from liz.runtime import Runtime
+from liz.runtime.services import Runtime
 from liz.testing.clock import ManualClock
 from liz.testing.fake_twitter import FakeTwitter
 from liz.testing.openai_server import RecordedRequest, ScriptedOpenAI

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from liz.bootstrap import load_agents
 from liz.errors import UsageError
+from liz.runtime.bootstrap import load_agents
 
 DATA = Path(__file__).parent / "data"
 

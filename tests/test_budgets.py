@@ -19,7 +19,6 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from liz.agent import BaseAgent
-from liz.bootstrap import build_framework
 from liz.config import Settings
 from liz.db.engine import make_sessionmaker
 from liz.db.tables import MemoryRecord
@@ -38,7 +37,8 @@ from liz.middleware import (
     wrap_context,
 )
 from liz.pipeline import AgentFramework
-from liz.runtime import Runtime
+from liz.runtime.bootstrap import build_framework
+from liz.runtime.services import Runtime
 from liz.testing.clock import ManualClock
 from liz.testing.fake_twitter import FakeTwitter
 from liz.testing.openai_server import ScriptedOpenAI

@@ -17,13 +17,13 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from liz.agent import BaseAgent
-from liz.agent_files import load_agents, read_agents_folder
-from liz.bootstrap import build_framework
+from liz.character.agent_files import load_agents, read_agents_folder
 from liz.config import Settings
 from liz.db.engine import create_engine
 from liz.errors import UsageError
 from liz.llm import LLMClient
-from liz.runtime import Runtime
+from liz.runtime.bootstrap import build_framework
+from liz.runtime.services import Runtime
 from liz.testing.openai_server import ScriptedOpenAI
 from liz.types import InputObject
 
@@ -209,7 +209,7 @@ def test_every_bad_file_is_named_in_one_error_with_what_is_missing(tmp_path: Pat
 
 
 def test_ignored_fields_are_logged_once_per_file(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="liz.agent_files"):
+    with caplog.at_level(logging.WARNING, logger="liz.character.agent_files"):
         load_agents(CHARACTERS)
     lines = [record.getMessage() for record in caplog.records]
     assert sorted(lines) == sorted(

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from liz.config.loading import load_settings
 from liz.discord.settings import DiscordSettings
 from liz.errors import UsageError
-from liz.settings_errors import load_settings
 from liz.telegram.settings import TelegramSettings
 
 

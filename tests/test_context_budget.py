@@ -12,7 +12,6 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from liz.agent import BaseAgent
-from liz.bootstrap import build_framework
 from liz.config import Settings
 from liz.db.engine import create_engine
 from liz.db.memories import insert_memory
@@ -20,11 +19,12 @@ from liz.errors import UsageError
 from liz.facts.store import FactStore
 from liz.llm import LLMClient
 from liz.middleware import load_memories
-from liz.runtime import Runtime
+from liz.prompts.tokens import estimate_tokens
+from liz.runtime.bootstrap import build_framework
+from liz.runtime.services import Runtime
 from liz.testing.clock import ManualClock
 from liz.testing.openai_requests import RecordedRequest
 from liz.testing.openai_server import ScriptedOpenAI
-from liz.tokens import estimate_tokens
 from liz.types import Generator, InputObject, Memory
 from tests.fixtures.facts import extraction, fact, seed
 from tests.serve_process import run_liz

@@ -16,7 +16,7 @@ from liz.errors import UsageError
 from liz.http import create_app
 from liz.http.exposure import check_exposure
 from liz.pipeline import AgentFramework
-from liz.runtime import Runtime
+from liz.runtime.services import Runtime
 from liz.testing.openai_server import ScriptedOpenAI
 from tests.serve_process import free_port, run_liz
 
@@ -104,7 +104,7 @@ async def test_allowed_hosts_name_the_hosts_answered(runtime: Runtime, agent: Ba
     runtime.settings = runtime.settings.model_copy(
         update={"liz_allowed_hosts": ["liz.example.com", "*.internal.example"]}
     )
-    from liz.bootstrap import build_framework
+    from liz.runtime.bootstrap import build_framework
 
     app = create_app(build_framework(runtime), {AGENT: agent})
     transport = httpx.ASGITransport(app=app)
@@ -159,7 +159,7 @@ def test_a_loopback_address_needs_nothing(host: str) -> None:
 def test_starlettes_test_client_is_answered_as_it_is_in_process() -> None:
     from starlette.testclient import TestClient
 
-    from liz.http.app import starlette_app
+    from liz.http.starlette_app import starlette_app
 
     app = starlette_app(Settings(_env_file=None))  # type: ignore[call-arg]
     app.state.agents = {}

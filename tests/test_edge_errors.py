@@ -18,14 +18,14 @@ from sqlalchemy import func, select
 from starlette.routing import Route as StarletteRoute
 
 from liz.agent import BaseAgent
-from liz.bootstrap import build_framework
 from liz.config import Settings
 from liz.db.engine import create_engine
 from liz.db.tables import MemoryRecord
 from liz.http import create_app
 from liz.pipeline import AgentFramework, AgentRequest, AgentResponse, Route
 from liz.routes import converse
-from liz.runtime import Runtime
+from liz.runtime.bootstrap import build_framework
+from liz.runtime.services import Runtime
 from liz.testing.openai_server import RecordedRequest, ScriptedError, ScriptedOpenAI
 from liz.types import Next
 

@@ -14,11 +14,11 @@ import httpx
 import pytest
 
 from liz.agent import BaseAgent
-from liz.bootstrap import build_framework
 from liz.config import Settings
 from liz.db.engine import create_engine
 from liz.http import create_app
-from liz.runtime import Runtime
+from liz.runtime.bootstrap import build_framework
+from liz.runtime.services import Runtime
 from liz.testing.openai_server import ScriptedOpenAI
 
 pytestmark = pytest.mark.anyio

@@ -9,12 +9,12 @@ import httpx
 import pytest
 
 from liz.agent import BaseAgent
-from liz.bootstrap import build_framework
 from liz.config import Settings
 from liz.db.engine import create_engine, make_sessionmaker
 from liz.facts.store import FactStore
 from liz.http import create_app
-from liz.runtime import Runtime
+from liz.runtime.bootstrap import build_framework
+from liz.runtime.services import Runtime
 from liz.testing.openai_server import ScriptedOpenAI
 from tests.serve_process import free_port
 

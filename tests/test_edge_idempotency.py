@@ -12,11 +12,11 @@ import pytest
 from sqlalchemy import func, select
 
 from liz.agent import BaseAgent
-from liz.bootstrap import build_framework
 from liz.db.idempotency import IdempotencyRecord
 from liz.db.tables import MemoryRecord
 from liz.http import create_app
-from liz.runtime import Runtime
+from liz.runtime.bootstrap import build_framework
+from liz.runtime.services import Runtime
 from liz.testing.openai_server import RecordedRequest, ScriptedError, ScriptedOpenAI
 
 pytestmark = pytest.mark.anyio

@@ -14,8 +14,8 @@ import pytest
 from sqlalchemy import func, select
 
 from liz.db.tables import MemoryRecord
-from liz.image_urls import image_url_problem
-from liz.runtime import Runtime
+from liz.runtime.image_urls import image_url_problem
+from liz.runtime.services import Runtime
 from liz.testing.openai_server import ScriptedOpenAI
 
 pytestmark = pytest.mark.anyio

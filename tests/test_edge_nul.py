@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 from starlette.routing import Route
 
 from liz.db.tables import MemoryRecord
-from liz.runtime import Runtime
+from liz.runtime.services import Runtime
 from tests.fixtures.db import postgres_database_url
 
 pytestmark = pytest.mark.anyio

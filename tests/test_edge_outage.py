@@ -20,13 +20,13 @@ import pytest
 from sqlalchemy import select
 
 from liz.agent import BaseAgent
-from liz.bootstrap import build_framework
 from liz.config import Settings
 from liz.db.engine import create_engine
 from liz.db.migrate import upgrade
 from liz.db.tables import MemoryRecord
 from liz.http import create_app
-from liz.runtime import Runtime
+from liz.runtime.bootstrap import build_framework
+from liz.runtime.services import Runtime
 from liz.testing.openai_server import RecordedRequest, ScriptedOpenAI
 
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres, pytest.mark.slow]

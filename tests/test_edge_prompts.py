@@ -19,8 +19,8 @@ from liz.agent import BaseAgent
 from liz.facts.domain import Fact
 from liz.middleware import create_memory, load_memories, router, validate_input, wrap_context
 from liz.pipeline import AgentFramework, AgentRequest, AgentResponse
-from liz.runtime import Runtime
-from liz.templates import PromptText, default_templates, neutralize, trusted
+from liz.prompts.templates import PromptText, default_templates, neutralize, trusted
+from liz.runtime.services import Runtime
 from liz.testing.openai_server import ScriptedOpenAI
 from liz.types import InputObject, Next
 

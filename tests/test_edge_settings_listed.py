@@ -76,8 +76,8 @@ def test_a_bad_value_of_any_setting_is_one_line_naming_it(
     name: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """What a command prints for it (liz.cli.failing.reported): one line, never a traceback."""
+    from liz.config.loading import load_settings
     from liz.errors import UsageError
-    from liz.settings_errors import load_settings
 
     monkeypatch.chdir(tmp_path)  # no .env of the checkout's
     monkeypatch.setenv(name, "?bad?")

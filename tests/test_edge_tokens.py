@@ -11,7 +11,7 @@ import jwt
 import pytest
 
 from liz.agent import BaseAgent
-from liz.runtime import Runtime
+from liz.runtime.services import Runtime
 from liz.testing.openai_server import ScriptedOpenAI
 from tests.test_edge_auth import SECRET, bearer, memory_count, message, token
 from tests.test_edge_traces import guarded_client

@@ -10,9 +10,9 @@ import pytest
 from pydantic import SecretStr
 
 from liz.agent import BaseAgent
-from liz.bootstrap import build_framework
 from liz.http import create_app
-from liz.runtime import Runtime
+from liz.runtime.bootstrap import build_framework
+from liz.runtime.services import Runtime
 from liz.testing.openai_server import ScriptedOpenAI
 from tests.test_edge_auth import API_KEY, SECRET, bearer, memory_count, message, token
 

@@ -16,12 +16,12 @@ from pydantic import SecretStr
 
 from liz.agent import BaseAgent
 from liz.agents.business_advisor import create_agent
-from liz.bootstrap import build_framework
 from liz.character import Character
 from liz.facts.store import FactStore
 from liz.http import create_app
-from liz.input_rules import id_problem
-from liz.runtime import Runtime
+from liz.runtime.bootstrap import build_framework
+from liz.runtime.input_rules import id_problem
+from liz.runtime.services import Runtime
 from liz.testing.openai_server import ScriptedOpenAI
 from tests.fixtures.facts import AGENT, fact, seed
 

@@ -10,12 +10,12 @@ import httpx
 import pytest
 
 from liz.agent import BaseAgent
-from liz.bootstrap import build_framework
 from liz.character import Character
 from liz.facts.store import FactStore
 from liz.http import create_app
 from liz.routes import conversation
-from liz.runtime import Runtime
+from liz.runtime.bootstrap import build_framework
+from liz.runtime.services import Runtime
 from liz.testing.openai_server import RecordedRequest, ScriptedOpenAI
 from tests.fixtures.facts import AGENT, USER, decision, extraction, fact, plan
 

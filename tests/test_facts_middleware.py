@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from liz.agent import BaseAgent
-from liz.bootstrap import build_framework
 from liz.character import Character
 from liz.facts.store import FactStore
 from liz.middleware import extract_facts, load_memories, recall_facts, validate_input, wrap_context
@@ -17,7 +16,8 @@ from liz.middleware.create_memory import create_memory
 from liz.middleware.router import router
 from liz.pipeline import AgentFramework
 from liz.routes import conversation
-from liz.runtime import Runtime
+from liz.runtime.bootstrap import build_framework
+from liz.runtime.services import Runtime
 from liz.testing.openai_server import RecordedRequest, ScriptedError, ScriptedOpenAI
 from liz.types import InputObject
 from tests.fixtures.facts import AGENT, USER, extraction, fact, seed

@@ -15,7 +15,6 @@ from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from liz.bootstrap import open_runtime
 from liz.config import Settings
 from liz.db.engine import create_engine
 from liz.db.migrate import alembic_config, run_blocking, upgrade
@@ -25,6 +24,7 @@ from liz.facts.postgres.indexing import INDEXING_LOCK, BackgroundIndexing, index
 from liz.facts.store import FactStore
 from liz.facts.vectors import embed
 from liz.llm import LLMClient
+from liz.runtime.bootstrap import open_runtime
 from tests.fixtures.db import _asyncpg_dsn, postgres_database_url
 from tests.fixtures.facts import AGENT, USER
 from tests.test_facts_pgvector_search import (

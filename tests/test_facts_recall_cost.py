@@ -11,14 +11,14 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from liz.agent import BaseAgent
-from liz.bootstrap import build_framework
 from liz.character import Character
 from liz.db.engine import create_engine, make_sessionmaker
 from liz.facts.store import FactStore
 from liz.http import create_app
 from liz.llm import LLMClient
 from liz.routes import conversation
-from liz.runtime import Runtime
+from liz.runtime.bootstrap import build_framework
+from liz.runtime.services import Runtime
 from liz.testing.openai_server import RecordedRequest, ScriptedOpenAI
 from tests.fixtures.facts import AGENT, USER, extraction, fact, fact_settings, seed
 

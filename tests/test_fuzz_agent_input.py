@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from sqlalchemy import func, select
 
 from liz.db.tables import MemoryRecord
-from liz.runtime import Runtime
+from liz.runtime.services import Runtime
 from liz.testing.openai_server import RecordedRequest, ScriptedOpenAI
 
 pytestmark = pytest.mark.anyio

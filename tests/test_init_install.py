@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from liz.distribution import DISTRIBUTION
+from liz.cli.distribution import DISTRIBUTION
 from tests.serve_process import run_liz as liz
 
 pytestmark = pytest.mark.slow

@@ -17,7 +17,6 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 from starlette.applications import Starlette
 
-from liz.bootstrap import open_runtime
 from liz.db.engine import make_sessionmaker
 from liz.db.usage import UsageRecord
 from liz.http import create_app
@@ -25,6 +24,7 @@ from liz.learning_queue.health import learning_backlog
 from liz.llm import LLMClient
 from liz.middleware import create_memory, extract_facts, router, validate_input, wrap_context
 from liz.pipeline import AgentFramework
+from liz.runtime.bootstrap import open_runtime
 from liz.testing.clock import ManualClock
 from liz.testing.openai_server import RecordedRequest, ScriptedOpenAI
 from liz.types import InputObject

@@ -13,9 +13,9 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from liz.llm import LLMClient
+from liz.runtime.turns_under_way import TurnsUnderWay
 from liz.testing.clock import ManualClock
 from liz.testing.openai_server import RecordedRequest, ScriptedOpenAI
-from liz.turns import TurnsUnderWay
 from tests.learning_world import Brain, World, fact_text, make_world
 
 pytestmark = pytest.mark.anyio

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from liz.bootstrap import open_runtime
 from liz.learning_queue.health import learning_backlog
 from liz.middleware import create_memory, extract_facts, router, validate_input, wrap_context
 from liz.pipeline import AgentFramework
+from liz.runtime.bootstrap import open_runtime
 from liz.testing.openai_server import RecordedRequest, ScriptedOpenAI
 from liz.types import InputObject
 from tests.learning_world import AGENT, Brain, fact_text, make_agent, process_settings

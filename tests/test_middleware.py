@@ -10,7 +10,6 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from liz.agent import BaseAgent
-from liz.bootstrap import build_framework
 from liz.character import Character
 from liz.db.memories import insert_memory
 from liz.db.tables import MemoryRecord
@@ -25,7 +24,8 @@ from liz.middleware import (
 )
 from liz.pipeline import AgentFramework, Route
 from liz.routes import conversation
-from liz.runtime import Runtime
+from liz.runtime.bootstrap import build_framework
+from liz.runtime.services import Runtime
 from liz.testing.openai_server import ScriptedOpenAI
 from liz.types import InputObject, InputSource, Memory
 

@@ -17,7 +17,7 @@ from sqlalchemy import text
 from liz.agent import BaseAgent
 from liz.learning_queue.tables import PENDING, LearningJobRecord
 from liz.observe.metrics import exposition
-from liz.runtime import Runtime
+from liz.runtime.services import Runtime
 from liz.testing.openai_server import ScriptedOpenAI
 from liz.testing.prompt_cache import prompt_tokens
 from liz.testing.scripted_model import answer

@@ -16,12 +16,12 @@ import httpx
 import pytest
 
 from liz.agent import BaseAgent
-from liz.bootstrap import build_framework, open_runtime
 from liz.config import Settings
 from liz.http import create_app
 from liz.observe.logs import log_formatter
 from liz.observe.tracing import configure_tracing
 from liz.pipeline import AgentFramework, AgentRequest, AgentResponse
+from liz.runtime.bootstrap import build_framework, open_runtime
 from liz.testing.scripted_model import scripted_model
 from liz.types import Next
 from tests.otlp_receiver import Receiver, otlp_receiver

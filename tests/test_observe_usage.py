@@ -13,12 +13,12 @@ from typer.testing import CliRunner
 
 from liz.agent import BaseAgent
 from liz.cli import app as cli
-from liz.runtime import Runtime
+from liz.prompts.tokens import estimate_tokens
+from liz.runtime.services import Runtime
 from liz.testing.openai_server import ScriptedOpenAI
 from liz.testing.openai_wire import as_content
 from liz.testing.prompt_cache import prompt_tokens
 from liz.testing.scripted_model import answer
-from liz.tokens import estimate_tokens
 from tests.test_edge_auth import API_KEY, bearer, message
 from tests.test_edge_traces import guarded_client
 

@@ -14,12 +14,12 @@ from starlette.routing import Route
 
 from liz.agent import BaseAgent
 from liz.app import App
-from liz.bootstrap import build_framework
 from liz.config import Settings
 from liz.facts.store import FactStore
 from liz.http import create_app
 from liz.http.openapi import openapi_document
-from liz.runtime import Runtime
+from liz.runtime.bootstrap import build_framework
+from liz.runtime.services import Runtime
 from liz.testing.openai_server import ScriptedOpenAI
 from tests.fixtures.facts import USER, fact, seed
 

@@ -12,7 +12,7 @@ from liz.agent import BaseAgent
 from liz.character import Character
 from liz.errors import InputError, InternalError, LizError, UsageError
 from liz.pipeline import AgentFramework, AgentRequest, AgentResponse, compose
-from liz.runtime import Runtime
+from liz.runtime.services import Runtime
 from liz.types import InputObject, Next
 
 pytestmark = pytest.mark.anyio

@@ -13,10 +13,10 @@ import pytest
 from pydantic import SecretStr
 
 from liz.agent import BaseAgent
-from liz.bootstrap import build_framework
 from liz.config import Settings
 from liz.http import create_app
-from liz.runtime import Runtime
+from liz.runtime.bootstrap import build_framework
+from liz.runtime.services import Runtime
 
 pytestmark = pytest.mark.anyio
 API_KEY = "page-test-key"

@@ -11,14 +11,14 @@ import httpx
 import pytest
 
 from liz.agent import BaseAgent
-from liz.bootstrap import build_framework
 from liz.character import Character
 from liz.config import Settings
 from liz.facts.store import FactStore
 from liz.http import create_app
 from liz.pipeline import AgentFramework, AgentRequest, AgentResponse, Route, compose
 from liz.routes import conversation
-from liz.runtime import Runtime
+from liz.runtime.bootstrap import build_framework
+from liz.runtime.services import Runtime
 from liz.testing.openai_server import ScriptedOpenAI
 from liz.types import InputObject, Next, RouteChoice
 from tests.fixtures.facts import AGENT, USER, extraction, fact, seed

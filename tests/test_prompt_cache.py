@@ -22,14 +22,14 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 
 from liz.agent import BaseAgent
-from liz.bootstrap import build_framework
 from liz.character import Character
 from liz.config import Settings
 from liz.facts.store import FactStore
 from liz.llm import LLMClient
 from liz.llm.endpoint import OPENROUTER_BASE_URL
 from liz.routes import Route, conversation, converse
-from liz.runtime import Runtime
+from liz.runtime.bootstrap import build_framework
+from liz.runtime.services import Runtime
 from liz.testing.clock import ManualClock
 from liz.testing.openai_requests import RecordedRequest
 from liz.testing.openai_server import ScriptedOpenAI

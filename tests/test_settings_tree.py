@@ -12,8 +12,8 @@ import pytest
 
 from liz.asgi import app_from_env
 from liz.config import Settings
+from liz.config.loading import load_settings
 from liz.errors import UsageError
-from liz.settings_errors import load_settings
 from tests.serve_process import free_port, liz_serve, run_liz
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from liz.templates import PromptTemplates
+from liz.prompts.templates import PromptTemplates
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 FACT = SimpleNamespace(text="The user's name is Ann", subject="user")

@@ -13,10 +13,10 @@ import jwt
 import pytest
 
 from liz.agent import BaseAgent
+from liz.prompts.tokens import estimate_tokens
 from liz.testing.clock import ManualClock
 from liz.testing.openai_server import ScriptedOpenAI, call_tool
 from liz.testing.prompt_cache import prompt_tokens
-from liz.tokens import estimate_tokens
 from liz.types import InputObject, InputSource
 from tests.tools_world import (
     _no_facts,

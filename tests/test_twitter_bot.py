@@ -14,13 +14,13 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from liz.agent import BaseAgent
-from liz.bootstrap import build_framework
 from liz.character import Character
 from liz.config import Settings
 from liz.db.tables import MemoryRecord, TweetRecord
 from liz.llm import LLMClient
 from liz.routes import standard_routes
-from liz.runtime import Runtime
+from liz.runtime.bootstrap import build_framework
+from liz.runtime.services import Runtime
 from liz.testing.clock import ManualClock
 from liz.testing.fake_twitter import FakeTwitter
 from liz.testing.openai_server import RecordedRequest, ScriptedOpenAI

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from liz.bootstrap import build_framework
 from liz.config import Settings
 from liz.connectors.leader import FileLeaderLock, PostgresLeaderLock, leader_lock_for
 from liz.db.engine import create_engine
 from liz.errors import StorageError
-from liz.runtime import Runtime
+from liz.runtime.bootstrap import build_framework
+from liz.runtime.services import Runtime
 from liz.twitter.bot import TwitterBot
 from tests.test_twitter_bot import World, bot_settings
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from liz.templates import default_templates
+from liz.prompts.templates import default_templates
 from liz.twitter.transport import Tweet
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)

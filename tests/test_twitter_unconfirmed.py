@@ -12,8 +12,8 @@ from datetime import timedelta
 
 import pytest
 
+from liz.config.loading import load_settings
 from liz.errors import UsageError
-from liz.settings_errors import load_settings
 from liz.testing.fake_twitter import FakeTwitter
 from liz.twitter.errors import TwitterOutcomeUnknown, TwitterTransientError
 from liz.twitter.settings import TwitterSettings

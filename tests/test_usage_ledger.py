@@ -19,7 +19,6 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from typer.testing import CliRunner
 
 from liz.agent import BaseAgent
-from liz.bootstrap import build_framework, open_runtime
 from liz.cli import app as cli
 from liz.config import Settings
 from liz.db.engine import create_engine
@@ -28,7 +27,8 @@ from liz.db.usage import UsageRecord, usage_statements
 from liz.http import create_app
 from liz.observe.prices import PriceTable
 from liz.observe.usage import CallUsage
-from liz.runtime import Runtime
+from liz.runtime.bootstrap import build_framework, open_runtime
+from liz.runtime.services import Runtime
 from liz.testing.openai_server import ScriptedOpenAI
 from liz.testing.scripted_model import answer, scripted_model
 from tests.fixtures.db import postgres_database_url

@@ -1,6 +1,6 @@
 """A griffe extension for the API reference: the Sphinx roles of liz's docstrings
-(:class:`liz.app.App`, :mod:`liz.trace`) become links to the object's entry when the
-reference documents it, and code (`liz.trace`) when it does not; never raw roles."""
+(:class:`liz.app.App`, :mod:`liz.runtime.turn_trace`) become links to the object's entry when the
+reference documents it, and code (`liz.runtime.turn_trace`) when it does not; never raw roles."""
 
 from __future__ import annotations
 

@@ -34,7 +34,7 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        from liz.distribution import installed_version
+        from liz.cli.distribution import installed_version
 
         typer.echo(f"liz {installed_version() or '(not installed)'}")
         raise typer.Exit()

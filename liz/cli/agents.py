@@ -22,7 +22,7 @@ from liz.cli.failing import fail, reported
 
 if TYPE_CHECKING:
     from liz.agent import BaseAgent
-    from liz.agent_files import AgentFile
+    from liz.character.agent_files import AgentFile
 
 agents_app = typer.Typer(
     help="Check agent folders: characters and Python agents.",
@@ -51,7 +51,7 @@ def check(
         if target is not None and (":" in target or target.endswith(".py")):
             _check_app(target)
             return
-        from liz.agent_files import read_agents_folder
+        from liz.character.agent_files import read_agents_folder
 
         found = read_agents_folder(target)
     typer.echo(f"agents in {found.folder}:")
@@ -78,7 +78,7 @@ def _mcp_problems(agent: BaseAgent) -> list[str]:
 
 def _check_app(target: str) -> None:
     """An app's agents are built by its own code: importing it is the check."""
-    from liz.target import load_app
+    from liz.cli.app_target import load_app
 
     app = load_app(target)
     typer.echo(f"agents of {target}:")
@@ -98,7 +98,7 @@ def _check_app(target: str) -> None:
 
 
 def _describe(item: AgentFile) -> str:
-    from liz.character_formats import FORMATS, describe_ignored
+    from liz.character.formats import FORMATS, describe_ignored
 
     agent = item.agent
     form = FORMATS.get(item.format, "a Python module")

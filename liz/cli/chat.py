@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
     from liz.agent import BaseAgent
     from liz.app import App
-    from liz.runtime import Runtime
+    from liz.runtime.services import Runtime
     from liz.types import AgentReply
 
 CHOOSING = "to talk to"

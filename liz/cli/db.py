@@ -23,9 +23,9 @@ def db_upgrade(
 ) -> None:
     """Create or update the tables in DATABASE_URL to the latest schema."""
     from liz.config import Settings
+    from liz.config.loading import load_settings
     from liz.db.migrate import upgrade
     from liz.db.url import describe
-    from liz.settings_errors import load_settings
 
     configure_logging("warning")
     if verbose:

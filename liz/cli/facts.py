@@ -41,11 +41,11 @@ UserOption = Annotated[str, typer.Option("--user", help="User id.")]
 
 def _run(work: Callable[[FactStore], Awaitable[T]], *, scripted: bool) -> T:
     """Open the runtime from the settings, run ``work`` on its facts store, close it."""
-    from liz.bootstrap import open_runtime
     from liz.cli.scripted import scripted_llm_if_asked
     from liz.config import Settings
+    from liz.config.loading import load_settings
     from liz.errors import LizError
-    from liz.settings_errors import load_settings
+    from liz.runtime.bootstrap import open_runtime
 
     async def main() -> T:
         async with open_runtime(load_settings(Settings), learn=False) as runtime:

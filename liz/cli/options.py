@@ -40,8 +40,8 @@ def configure_logging(level: str) -> None:
     ``.env``); a bad setting ends the command in one line, before anything starts."""
     from liz.cli.failing import reported
     from liz.config import Settings
+    from liz.config.loading import load_settings
     from liz.observe.logs import log_formatter
-    from liz.settings_errors import load_settings
 
     with reported():
         settings = load_settings(Settings)
@@ -54,7 +54,7 @@ def configure_logging(level: str) -> None:
 
 
 def load(target: str | None, agents: Path | None) -> App:
-    from liz.target import load_app
+    from liz.cli.app_target import load_app
 
     return load_app(target, agents_dir=agents)
 

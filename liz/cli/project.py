@@ -23,7 +23,7 @@ def init(
     ] = None,
 ) -> None:
     """Create a project: app.py with one agent and one middleware, a test, pyproject.toml."""
-    from liz.scaffold import FILES, create_project
+    from liz.cli.scaffold import FILES, create_project
 
     with reported():
         created = create_project(Path(name), source)

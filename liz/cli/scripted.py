@@ -25,8 +25,8 @@ def scripted_llm_if_asked(flag: bool, *, announce: bool = True) -> Iterator[bool
     model answers (and, with ``announce``, says so on stderr). Settings are read (and a bad
     one fails) before anything starts."""
     from liz.config import Settings
+    from liz.config.loading import load_settings
     from liz.llm.scripted_endpoint import SCRIPTED_NOTICE, check_scripted_alone
-    from liz.settings_errors import load_settings
 
     given = os.environ.get("LIZ_SCRIPTED_LLM")
     if flag:
@@ -53,7 +53,7 @@ def scripted_llm(
     """Serve liz's scripted model alone, OpenAI-compatible, at http://HOST:PORT/v1."""
     import uvicorn
 
-    from liz.serving import ensure_port_free
+    from liz.cli.uvicorn_run import ensure_port_free
     from liz.testing.scripted_model import scripted_model
 
     with reported():

@@ -28,7 +28,7 @@ def serve(
 ) -> None:
     """Serve the app over HTTP: POST /agent/input, GET /agents, GET /health, the facts API."""
     from liz.cli.scripted import scripted_llm_if_asked
-    from liz.serving import serve_app
+    from liz.cli.uvicorn_run import serve_app
 
     configure_logging(log_level)
     # serve_app says it runs scripted once the set-up is checked, in its first line.

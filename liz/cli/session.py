@@ -20,8 +20,8 @@ def with_session(work: Callable[[AsyncSession], Awaitable[T]], *, reading: str) 
     """Run ``work`` on a session of the configured database; errors end the command,
     a database's saying it cannot read ``reading`` ("the learning queue")."""
     from liz.config import Settings
+    from liz.config.loading import load_settings
     from liz.db.engine import create_engine, make_sessionmaker
-    from liz.settings_errors import load_settings
 
     async def main() -> T:
         settings = load_settings(Settings)

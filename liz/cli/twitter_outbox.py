@@ -50,7 +50,7 @@ def show_outbox(
     ] = None,
 ) -> None:
     """List the posts and replies not confirmed on X (why, and what the bot does next)."""
-    from liz.settings_errors import load_settings
+    from liz.config.loading import load_settings
     from liz.twitter.outbox_view import abandon_thread, held_threads
     from liz.twitter.settings import TwitterSettings
 

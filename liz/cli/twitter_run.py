@@ -6,8 +6,8 @@ import logging
 from importlib.util import find_spec
 
 from liz.app import App
+from liz.config.loading import load_settings
 from liz.errors import UsageError
-from liz.settings_errors import load_settings
 from liz.twitter.bot import TwitterBot
 from liz.twitter.settings import TwitterSettings
 from liz.twitter.transport import TwitterTransport

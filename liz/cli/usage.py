@@ -34,10 +34,10 @@ def show_usage(
     """Print tokens (input, the part of it the prompt cache served, output) and cost per
     agent, user, day or model."""
     from liz.config import Settings
+    from liz.config.loading import load_settings
     from liz.errors import LizError
     from liz.observe.prices import PriceTable
     from liz.observe.usage_report import check_filters, usage_report
-    from liz.settings_errors import load_settings
 
     try:
         check_filters(by, since, until)

@@ -20,7 +20,6 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import timedelta
 
 from liz.agent import BaseAgent
-from liz.caller_errors import as_liz_error
 from liz.connectors import inbox
 from liz.connectors.errors import ConnectorAuthError, ConnectorError, ConnectorRateLimited
 from liz.connectors.leader import LeaderLock, bot_leader_lock, wait_for_leadership
@@ -29,6 +28,7 @@ from liz.connectors.platform import BotIdentity, ChatPlatform
 from liz.connectors.tables import ConnectorInboxRecord
 from liz.db.driver import Bound, connect
 from liz.errors import LizError, StorageError
+from liz.errors.caller import as_liz_error
 from liz.pipeline import AgentFramework
 from liz.types import AgentReply, Clock, InputObject, InputSource, SystemClock
 

@@ -7,9 +7,9 @@ from importlib.util import find_spec
 
 from liz.agent import BaseAgent
 from liz.app import App
+from liz.config.loading import load_settings
 from liz.connectors.run import run_chat_bot
 from liz.errors import UsageError
-from liz.settings_errors import load_settings
 from liz.types import InputSource
 
 MISSING_EXTRA = "the Discord bot needs the discord extra: pip install 'liz-agents[discord]'"

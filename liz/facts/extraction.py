@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from liz.facts.domain import Exchange
 from liz.facts.llm_answers import ExtractedFact, ExtractedFacts
 from liz.llm import LLMClient, Size
-from liz.templates import PromptTemplates
+from liz.prompts.templates import PromptTemplates
 
 logger = logging.getLogger(__name__)
 

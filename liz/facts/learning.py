@@ -22,7 +22,7 @@ from liz.facts.storage import FactStorage, Nearest
 from liz.facts.vectors import Vector, embed
 from liz.facts.writes import Write, still_valid, touched
 from liz.llm import LLMClient
-from liz.templates import PromptTemplates
+from liz.prompts.templates import PromptTemplates
 
 logger = logging.getLogger(__name__)
 

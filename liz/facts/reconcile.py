@@ -16,7 +16,7 @@ from liz.facts.domain import Change, Event, Fact, NewFact
 from liz.facts.llm_answers import FactDecision, ReconcilePlan
 from liz.facts.normalize import normalize_subject
 from liz.llm import LLMClient, Size
-from liz.templates import PromptTemplates
+from liz.prompts.templates import PromptTemplates
 
 logger = logging.getLogger(__name__)
 

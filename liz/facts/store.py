@@ -45,7 +45,7 @@ from liz.facts.vectors import Vector
 from liz.facts.writes import ScopeWrites, database_errors
 from liz.llm import LLMClient
 from liz.observe.memory import count_events, count_items, memory_span, records_found
-from liz.templates import PromptTemplates
+from liz.prompts.templates import PromptTemplates
 from liz.types import Clock, SystemClock
 
 

@@ -44,7 +44,7 @@ from liz.facts.domain import (
 from liz.facts.normalize import fact_hash
 from liz.facts.queries import FACT
 from liz.facts.vectors import Vector, for_storage
-from liz.retry import retrying
+from liz.runtime.retry import retrying
 from liz.types import Clock
 
 T = TypeVar("T")

@@ -7,12 +7,12 @@
   (``LIZ_REQUEST_TIMEOUT``), ``auth`` (``LIZ_API_KEY`` and user tokens), ``body``
   (the size limit; also reading and checking the body)
 - ``idempotency``: ``Idempotency-Key``, the first outcome replayed to retries
-- ``errors``: every failure answered as ``{"error": ...}``
-- ``app``: the Starlette app that puts them together
+- ``error_responses``: every failure answered as ``{"error": ...}``
+- ``starlette_app``: the Starlette app that puts them together
 """
 
 from __future__ import annotations
 
-from liz.http.app import create_app, served_app
+from liz.http.starlette_app import create_app, served_app
 
 __all__ = ["create_app", "served_app"]

@@ -24,7 +24,7 @@ from liz.http.auth import caller_of
 from liz.http.bodies import Trace, wire
 from liz.http.body import read_input
 from liz.http.deadline import within_deadline
-from liz.http.errors import error_body, log_failure, request_id_of, retry_after_headers
+from liz.http.error_responses import error_body, log_failure, request_id_of, retry_after_headers
 from liz.http.idempotency import KeyClaim, Outcome, claim
 from liz.http.trace_opt_in import wants_trace
 from liz.pipeline import AgentFramework, AgentResponse

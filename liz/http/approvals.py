@@ -22,7 +22,7 @@ from liz.errors import InputError, LizError, LLMNotConfigured, NotFound
 from liz.http.agent_input import sse
 from liz.http.auth import caller_of
 from liz.http.bodies import json_response, wire
-from liz.http.errors import error_body, log_failure, request_id_of
+from liz.http.error_responses import error_body, log_failure, request_id_of
 from liz.pipeline import AgentFramework
 from liz.tools.approvals import claim_decision, load_approval, resume
 from liz.tools.turn import decision_turn

@@ -23,8 +23,8 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from liz.errors import Forbidden, LizError, Unauthorized
-from liz.http.errors import error_response
-from liz.input_rules import id_problem
+from liz.http.error_responses import error_response
+from liz.runtime.input_rules import id_problem
 
 OPEN_PATHS = frozenset({"/health", "/favicon.ico"})
 # Telegram's webhook calls carry their own secret header instead (liz.telegram.webhook).

@@ -6,7 +6,7 @@ far pass it (413, the rest is never read); a body still arriving ``LIZ_BODY_TIME
 seconds after the headers is refused with 408 and its connection closed; JSON nested deeper than
 :data:`MAX_JSON_DEPTH`, numbers of more than :data:`MAX_NUMBER_DIGITS` digits or too
 large for a float, ``NaN``, lone surrogates, NUL and inputs that break
-:mod:`liz.input_rules` are 400s. Each check runs at C speed (regular expressions
+:mod:`liz.runtime.input_rules` are 400s. Each check runs at C speed (regular expressions
 without backtracking, ``bytes.replace``, the parser, ``json.dumps``), so a hostile
 megabyte costs milliseconds, not seconds.
 """
@@ -23,8 +23,8 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from liz.errors import InputError
-from liz.http.errors import error_response
-from liz.input_rules import input_problems
+from liz.http.error_responses import error_response
+from liz.runtime.input_rules import input_problems
 from liz.types import InputObject, InputSource
 
 MAX_BODY_BYTES = 1_000_000

@@ -16,7 +16,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from liz.config import Settings
 from liz.errors import InputError
-from liz.http.errors import error_response
+from liz.http.error_responses import error_response
 
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH"})
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")

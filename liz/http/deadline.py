@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from liz.errors import RequestTimeout
-from liz.http.errors import error_response
+from liz.http.error_responses import error_response
 
 logger = logging.getLogger(__name__)
 

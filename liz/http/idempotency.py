@@ -43,7 +43,7 @@ from liz.db.idempotency import (
     renew_key,
 )
 from liz.errors import Conflict, InputError
-from liz.runtime import Runtime
+from liz.runtime.services import Runtime
 from liz.types import InputObject
 
 logger = logging.getLogger(__name__)

@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from liz.distribution import DISTRIBUTION
+from liz.cli.distribution import DISTRIBUTION
 from liz.facts.http import FACTS as FACTS_ROUTE
 from liz.http import bodies
 from liz.http.bodies import ref

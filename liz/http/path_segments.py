@@ -18,7 +18,7 @@ from starlette.convertors import Convertor, register_url_convertor
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from liz.errors import InputError
-from liz.http.errors import error_response
+from liz.http.error_responses import error_response
 
 NUL_REFUSED = InputError(
     "the request's path or query holds NUL (%00), which no id or value may contain; remove it"

@@ -3,7 +3,7 @@
 Pure ASGI middleware, the outermost of liz's own: it names the request (keeping a
 well-formed ``X-Request-Id`` the client or a proxy sent), returns the id on every
 response, and turns any exception no route handled into the answer
-:func:`liz.caller_errors.as_liz_error` gives it: a 503 for a database outage, a 500 with
+:func:`liz.errors.caller.as_liz_error` gives it: a 503 for a database outage, a 500 with
 the request id for anything unexpected, whose details go only to the log.
 """
 
@@ -17,10 +17,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from liz.caller_errors import as_liz_error
 from liz.db.health import outage_log
 from liz.errors import InternalError, StorageError
-from liz.http.errors import error_response, log_failure
+from liz.errors.caller import as_liz_error
+from liz.http.error_responses import error_response, log_failure
 from liz.observe.tracing import trace_ids
 
 logger = logging.getLogger(__name__)

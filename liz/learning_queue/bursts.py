@@ -20,7 +20,7 @@ from liz.facts.shared_embedding import Seat
 from liz.learning_queue.beats import Beats, learn_at
 from liz.learning_queue.settings import LearningSettings
 from liz.learning_queue.work import Said
-from liz.turns import first_done
+from liz.runtime.turns_under_way import first_done
 from liz.types import Clock
 
 # Learns some of a burst's messages, with its seat in a beat's shared request (or none).

@@ -13,7 +13,7 @@ from liz.learning_queue.jobs import backlog, list_jobs
 from liz.learning_queue.tables import FAILED
 
 if TYPE_CHECKING:
-    from liz.runtime import Runtime
+    from liz.runtime.services import Runtime
 
 logger = logging.getLogger(__name__)
 

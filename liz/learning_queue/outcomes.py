@@ -18,7 +18,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from liz.errors import LLMError, StorageError
 from liz.learning_queue.settings import LearningSettings
 from liz.llm.errors import UNAVAILABLE, LLMOutputError
-from liz.retry import backoff_seconds, retry_after
+from liz.runtime.retry import backoff_seconds, retry_after
 
 # Statuses that refuse the request, not the message: the API key (401), the account's
 # credit (402), the model's name (404). Timeouts, conflicts and rate limits (408, 409,

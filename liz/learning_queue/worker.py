@@ -2,7 +2,8 @@
 
 A job is tried once its user's conversation has gone quiet (``learn_now``, with the
 user's other messages said here: see liz.learning_queue.bursts; then once the turns give
-way: see liz.turns), by this process's poller when it is due, or by any other process sharing
+way: see liz.runtime.turns_under_way), by this process's poller when it is due, or by
+any other process sharing
 the database, always through one claim (liz.learning_queue.claims). Up to
 ``batch_size`` ready messages of one user are learned in one round; a round that fails
 for another reason than an outage, or with a server error one message may cause every
@@ -25,7 +26,6 @@ from typing import TYPE_CHECKING
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from tenacity import wait_exponential
 
-from liz.background import BackgroundTasks
 from liz.facts.domain import Exchange, ExtraStatement, ExtraStatementMismatch
 from liz.learning_queue import jobs
 from liz.learning_queue.beats import Beats, learn_at
@@ -42,9 +42,10 @@ from liz.learning_queue.outcomes import (
 from liz.learning_queue.settings import LearningSettings
 from liz.learning_queue.work import AlreadyLearned, Claimed, Said, Work, jobs_of, messages
 from liz.observe.learning import observe_learning
-from liz.observe.turns import UsageInCommit
-from liz.retry import retrying
-from liz.turns import TurnsUnderWay
+from liz.observe.turn_observation import UsageInCommit
+from liz.runtime.background import BackgroundTasks
+from liz.runtime.retry import retrying
+from liz.runtime.turns_under_way import TurnsUnderWay
 from liz.types import Clock
 
 if TYPE_CHECKING:
@@ -412,8 +413,8 @@ class LearningWorker:
         return timedelta(seconds=self.settings.max_defer_seconds)
 
     async def _give_way(self, until: datetime) -> None:
-        """Wait for a lull in this process's turns (see ``liz.turns``), until ``until``
-        at the latest."""
+        """Wait for a lull in this process's turns (see ``liz.runtime.turns_under_way``),
+        until ``until`` at the latest."""
         if self.settings.max_defer_seconds > 0:
             await self._turns.lull(self.settings.quiet_seconds, until)
 

@@ -39,7 +39,7 @@ from liz.llm.errors import LLMOutputError
 from liz.llm.messages import Prompt, build_messages
 from liz.llm.output import parse_answer, refusal_note
 from liz.llm.schema import response_schema, schema_name
-from liz.templates import PromptTemplates, default_templates
+from liz.prompts.templates import PromptTemplates, default_templates
 
 if TYPE_CHECKING:
     import httpx
@@ -101,7 +101,7 @@ class LLMClient:
         """A client configured from settings, or None when no key and no base URL are set.
 
         :func:`liz.llm.endpoint.endpoint_from_settings` says which endpoint and models
-        (``LIZ_SCRIPTED_LLM`` is read by :func:`liz.bootstrap.llm_from_settings`).
+        (``LIZ_SCRIPTED_LLM`` is read by :func:`liz.runtime.bootstrap.llm_from_settings`).
         """
         endpoint = endpoint_from_settings(settings)
         if endpoint is None:

@@ -2,7 +2,7 @@
 
 This is the one switch every entry point shares (``liz serve``, ``chat``, ``twitter``,
 ``facts``, ``liz.asgi:app_from_env``, an ``App`` in a script): they all build their LLM
-with :func:`liz.bootstrap.llm_from_settings`, which comes here. The ``openai`` SDK reaches
+with :func:`liz.runtime.bootstrap.llm_from_settings`, which comes here. The ``openai`` SDK reaches
 the scripted model through httpx's ASGI transport, so there is no port, thread or server
 log of its own. Its calls are recorded under the model name :data:`SCRIPTED_MODEL`.
 """
@@ -28,7 +28,7 @@ SCRIPTED_NOTICE = (
 
 def scripted_client(settings: Settings) -> LLMClient:
     """An LLM client on the scripted model; refused when a real LLM is configured too."""
-    from liz.templates import PromptTemplates
+    from liz.prompts.templates import PromptTemplates
     from liz.testing.scripted_model import scripted_model
 
     check_scripted_alone(settings)

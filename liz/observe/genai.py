@@ -1,7 +1,7 @@
 """One LLM call, observed once, as the OpenTelemetry GenAI conventions describe it.
 
 :func:`llm_call` is the one hook around every request to the model. It feeds the turn's
-record (``res.trace.llm_calls``, liz.trace), a client span ``{operation} {model}`` with
+record (``res.trace.llm_calls``, liz.runtime.turn_trace), a client span ``{operation} {model}`` with
 the ``gen_ai.*`` attributes and liz's purpose for the call (``liz.llm.purpose``), the
 Prometheus counters, and the usage of the unit of work. Message content goes in the span
 only when ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``.
@@ -22,7 +22,7 @@ from opentelemetry.trace import Span, SpanKind
 from liz.observe import metrics
 from liz.observe.tracing import capture_content, span, tracing_on
 from liz.observe.usage import CallUsage, metered_agent, record_usage
-from liz.trace import record_llm_call
+from liz.runtime.turn_trace import record_llm_call
 
 # The structured answers whose schema names the call's purpose; any other chat is a reply.
 _PURPOSE_BY_SCHEMA = {

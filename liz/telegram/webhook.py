@@ -31,11 +31,11 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from liz.agent import BaseAgent
+from liz.config.loading import load_settings
 from liz.connectors.errors import ConnectorAuthError, ConnectorError
 from liz.connectors.platform import Batch, BotIdentity, ChatPlatform
 from liz.errors import LizError
 from liz.pipeline import AgentFramework
-from liz.settings_errors import load_settings
 from liz.types import InputSource
 
 if TYPE_CHECKING:

@@ -43,8 +43,8 @@ from openai.types.create_embedding_response import Usage as EmbeddingUsage
 from pydantic import BaseModel
 from starlette.responses import JSONResponse
 
+from liz.prompts.tokens import estimate_tokens
 from liz.testing.openai_requests import Answer, ToolCalls
-from liz.tokens import estimate_tokens
 
 _WORD = re.compile(r"\w+")
 _STREAM_PIECE = re.compile(r"\s*\S+|\s+$")

@@ -10,7 +10,7 @@ What is compared is the prompt as the provider reads it (:func:`rendered_prompt`
 tool definitions and the answer's schema first, as OpenAI puts them ahead of the
 messages, then each message's role and text in order.
 
-Tokens are counted as liz budgets them (:mod:`liz.tokens`): four bytes of UTF-8 a token.
+Tokens are counted as liz budgets them (:mod:`liz.prompts.tokens`): four bytes of UTF-8 a token.
 A model's own vocabulary cannot be used here: ``tiktoken`` downloads it at first use,
 which fails offline, and liz talks to models with other tokenizers too. So a token is
 four bytes of the rendered prompt, a block of 128 tokens is 512 bytes, and the prompt's
@@ -32,7 +32,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from liz.tokens import BYTES_PER_TOKEN, estimate_tokens
+from liz.prompts.tokens import BYTES_PER_TOKEN, estimate_tokens
 
 BLOCK_TOKENS = 128  # the cache serves prefixes in steps of this many tokens...
 MIN_CACHED_TOKENS = 1024  # ...from this many on

@@ -32,7 +32,7 @@ from liz.tools.calls import CallOutcome
 from liz.types import AgentReply, ApprovalDecided, InputObject, Memory, PendingApproval
 
 if TYPE_CHECKING:
-    from liz.runtime import Runtime
+    from liz.runtime.services import Runtime
     from liz.tools.loop import LoopEnd, ToolTurn
 
 APPROVED = "approved"

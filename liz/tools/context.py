@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from liz.pipeline import Agent
-    from liz.runtime import Runtime
-    from liz.trace import Trace
+    from liz.runtime.services import Runtime
+    from liz.runtime.turn_trace import Trace
 
 
 @dataclass(frozen=True)

@@ -10,17 +10,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from liz.llm.messages import build_messages
+from liz.runtime.turn_trace import Trace
 from liz.tools.approvals import pending_approval
 from liz.tools.context import ToolContext
 from liz.tools.loop import LoopEnd, ToolLimits, ToolTurn
-from liz.trace import Trace
 from liz.types import EventSink, InputSource, PendingApproval, TokenSink
 
 if TYPE_CHECKING:
     from liz.config import Settings
     from liz.db.tool_approvals import StoredApproval
     from liz.pipeline import Agent, AgentRequest, AgentResponse
-    from liz.runtime import Runtime
+    from liz.runtime.services import Runtime
 
 # Inputs a person can answer: an approval asked of a mention on X would reach no one.
 APPROVING_SOURCES = frozenset({InputSource.NETWORK, InputSource.CLI})

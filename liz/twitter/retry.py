@@ -1,4 +1,4 @@
-"""How the bot's loops wait after a failure, on :mod:`liz.retry`.
+"""How the bot's loops wait after a failure, on :mod:`liz.runtime.retry`.
 
 A rate limit from X waits until the reset X reported; an LLM endpoint's
 ``Retry-After`` is honoured; anything else backs off exponentially with jitter.
@@ -14,7 +14,7 @@ from datetime import datetime
 from tenacity import AsyncRetrying, RetryCallState, wait_exponential, wait_random_exponential
 
 from liz.errors import LizError
-from liz.retry import Wait, honour_retry_after, retrying
+from liz.runtime.retry import Wait, honour_retry_after, retrying
 from liz.twitter.errors import FATAL_ERRORS, TwitterRateLimited
 from liz.twitter.settings import TwitterSettings
 from liz.types import Clock

@@ -1,6 +1,6 @@
 """Who an agent is: the character model, in Liz's shape.
 
-Files in Eliza's formats are read into this shape by :mod:`liz.character_formats`.
+Files in Eliza's formats are read into this shape by :mod:`liz.character.formats`.
 On validation the character's text gets its placeholders filled (``{{user1}}`` with
 an example user's name, ``{{agentName}}`` with the character's), and a character
 without a ``system`` prompt gets one composed from its name, bio, adjectives and style.
@@ -24,7 +24,7 @@ from pydantic import (
     model_validator,
 )
 
-from liz.character_formats import (
+from liz.character.formats import (
     CharacterFileError,
     describe_ignored,
     describe_validation,
@@ -33,7 +33,7 @@ from liz.character_formats import (
     read_json_object,
     to_liz_shape,
 )
-from liz.templates import default_templates
+from liz.prompts.templates import default_templates
 from liz.tools.mcp_config import MCPServerConfig
 from liz.types import CamelModel
 
@@ -136,7 +136,7 @@ class Character(CamelModel):
     def from_json_file(cls, path: str | Path) -> Character:
         """Load a character from a JSON file in Liz's format or any of Eliza's.
 
-        Raises :class:`liz.character_formats.CharacterFileError` (a ``ValueError``)
+        Raises :class:`liz.character.formats.CharacterFileError` (a ``ValueError``)
         naming the file and what is missing when the file cannot be understood; the
         fields it has that liz does not use are named in one warning.
         """

@@ -1,6 +1,6 @@
 """Settings from the environment or a `.env` file (see `.env.example`), as one tree.
 
-``Settings`` is the root, loaded once per process (``liz.settings_errors.load_settings``)
+``Settings`` is the root, loaded once per process (``liz.config.loading.load_settings``)
 and handed down: ``settings.facts`` (``LIZ_FACTS_*``) and ``settings.learning``
 (``LIZ_LEARNING_*``) are its branches. ``ServerSettings`` stays apart: ``liz serve``'s
 flags replace it. An empty value (``LIZ_AGENTS_DIR=`` in `.env`) means unset.
@@ -65,7 +65,7 @@ class Settings(BaseSettings):
     # Seconds one HTTP request may take from start to answer (504 after); 0 turns it off.
     liz_request_timeout: float = Field(default=120.0, ge=0)
     liz_prompts_dir: str | None = None
-    # Estimated tokens (liz.tokens) the previous conversation may take in a prompt: the
+    # Estimated tokens (liz.prompts.tokens) the previous conversation may take in a prompt: the
     # oldest messages are left out first. 0: no budget, the last 100 messages, as Liz.
     liz_context_tokens: int = Field(default=4000, ge=0)
     # The folder of agents served when no app is named (default: the bundled agents).

@@ -7,13 +7,13 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from liz.background import BackgroundTasks
 from liz.config import Settings
 from liz.db.engine import make_read_sessionmaker, make_sessionmaker
 from liz.errors import LLMNotConfigured
 from liz.learning_queue.worker import LearningWorker
 from liz.observe.budgets import DailyBudgets
-from liz.turns import TurnsUnderWay
+from liz.runtime.background import BackgroundTasks
+from liz.runtime.turns_under_way import TurnsUnderWay
 from liz.types import Clock, SystemClock
 
 if TYPE_CHECKING:

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from importlib import import_module
+from typing import cast
 
-from liz.agent_files import DEFAULT_AGENTS_DIR as DEFAULT_AGENTS_DIR
-from liz.agent_files import apply_prompts_dir as apply_prompts_dir
-from liz.agent_files import load_agents as load_agents
+from liz.character.agent_files import DEFAULT_AGENTS_DIR as DEFAULT_AGENTS_DIR
+from liz.character.agent_files import apply_prompts_dir as apply_prompts_dir
+from liz.character.agent_files import load_agents as load_agents
 from liz.config import Settings
+from liz.config.names import warn_about_unknown_names
 from liz.db.engine import create_engine, make_sessionmaker
 from liz.facts.settings import warn_about_old_names
 from liz.facts.store import FactStore
@@ -20,8 +23,7 @@ from liz.llm.scripted_endpoint import scripted_client
 from liz.observe.metrics import watch_pool
 from liz.observe.tracing import configure_tracing, flush_tracing
 from liz.pipeline import AgentFramework, Middleware
-from liz.runtime import Runtime
-from liz.settings_names import warn_about_unknown_names
+from liz.runtime.services import Runtime
 from liz.types import Clock, SystemClock
 
 
@@ -93,6 +95,8 @@ def build_framework(
 
     Steps added with ``framework.use`` and each agent's own run before it.
     """
-    from liz.middleware import standard_middleware
-
-    return AgentFramework(runtime, standard_middleware if middleware is None else middleware)
+    if middleware is None:
+        # liz.middleware is installed from the repository's middleware/ (setup.py), where
+        # mypy, which reads folders, cannot follow it; the annotation keeps the type.
+        middleware = cast("list[Middleware]", import_module("liz.middleware").standard_middleware)
+    return AgentFramework(runtime, middleware)

@@ -65,7 +65,7 @@ class StepTiming:
     ``total_ms`` runs from entering the step to its return, the steps after it
     (inside its ``next()``) included; ``own_ms`` leaves them out. ``depth`` is 1
     and more for steps of a composition nested in another. With tracing on, each step is
-    also an event on the turn's span (liz.observe.turns).
+    also an event on the turn's span (liz.observe.turn_observation).
     """
 
     step: str

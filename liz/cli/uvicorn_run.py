@@ -11,10 +11,10 @@ import uvicorn
 
 from liz.app import App
 from liz.config import ServerSettings
+from liz.config.loading import load_settings
 from liz.errors import UsageError
 from liz.http.exposure import check_exposure
 from liz.http.slow_clients import server_options
-from liz.settings_errors import load_settings
 
 logger = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@ an event on it, the turn's metrics, and its usage rows.
 
 The turn is one ``invoke_agent`` span, as the GenAI conventions have it. Its steps are not
 spans of their own: each is an event ``liz.step`` (name, time with and without the steps
-after it, depth when nested), made from the turn's record (liz.trace) when it ends.
+after it, depth when nested), made from the turn's record (liz.runtime.turn_trace) when it ends.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from liz.observe.usage import UsageMeter
 
 if TYPE_CHECKING:
     from liz.errors import LizError
-    from liz.trace import StepTiming, Trace
+    from liz.runtime.turn_trace import StepTiming, Trace
     from liz.types import InputObject
 
 logger = logging.getLogger(__name__)

@@ -8,10 +8,10 @@ from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from liz.distribution import DISTRIBUTION
+from liz.cli.distribution import DISTRIBUTION
 from liz.errors import UsageError
 
-TEMPLATES = Path(__file__).parent / "project_template"
+TEMPLATES = Path(__file__).parents[1] / "project_template"
 FILES = {
     "app.py": "app.py.j2",
     "test_app.py": "test_app.py.j2",

@@ -18,7 +18,7 @@ from liz.facts.http import fact_routes
 from liz.http.agent_input import agent_input
 from liz.http.approvals import decide_approval
 from liz.http.edge import edge_middleware
-from liz.http.errors import exception_handlers
+from liz.http.error_responses import exception_handlers
 from liz.http.health import health, list_agents
 from liz.http.metrics import metrics
 from liz.http.openapi import api_doc_routes

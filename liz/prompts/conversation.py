@@ -3,9 +3,9 @@
     User ada (2026-01-02 03:04:05 UTC): Hi
     You (2026-01-02 03:04:09 UTC): Hello, Ada.
 
-A message's line breaks are shown as ``⏎`` (:func:`liz.prompt_text.one_line`), so every
+A message's line breaks are shown as ``⏎`` (:func:`liz.prompts.text.one_line`), so every
 line is a speaker's and no message can forge a line the agent said. What a user wrote is
-neutralised as every value a template prints is (:func:`liz.prompt_text.neutralize`).
+neutralised as every value a template prints is (:func:`liz.prompts.text.neutralize`).
 
 The same lines feed the token budget (load_memories) and the prompt (context.j2's
 ``conversation`` filter). A line depends only on its message, and the same 100 messages
@@ -19,8 +19,8 @@ from collections.abc import Iterable
 from datetime import datetime
 from functools import lru_cache
 
-from liz.prompt_text import PromptText, neutralize, one_line
-from liz.tokens import estimate_tokens
+from liz.prompts.text import PromptText, neutralize, one_line
+from liz.prompts.tokens import estimate_tokens
 from liz.tools.memory_lines import tool_note
 from liz.types import Memory
 

@@ -15,14 +15,22 @@ from pathlib import Path
 
 from liz.agent import BaseAgent
 from liz.character import read_character_file
-from liz.character_formats import describe_ignored
+from liz.character.formats import describe_ignored
 from liz.errors import UsageError, syntax_error_line
+from liz.prompts.templates import PromptTemplates, default_templates
 from liz.routes import standard_routes
-from liz.templates import PromptTemplates, default_templates
 
 log = logging.getLogger(__name__)
 
-DEFAULT_AGENTS_DIR = Path(__file__).parent / "agents"  # the bundled agents, as installed
+
+def _bundled_agents() -> Path:
+    """Where liz.agents is installed from: agents/ in an editable install."""
+    spec = importlib.util.find_spec("liz.agents")
+    assert spec is not None and spec.origin is not None, "liz is installed without liz.agents"
+    return Path(spec.origin).parent
+
+
+DEFAULT_AGENTS_DIR = _bundled_agents()
 PYTHON_FORMAT = "python"
 
 

@@ -4,7 +4,7 @@ Ids and text are stored and shown to the LLM, so they must be valid Unicode that
 database takes (no lone surrogates, no NUL) with something visible in them (not only
 spaces or invisible characters such as U+200B). Ids also go on one line in prompts,
 so they hold no control characters or line breaks. Image URLs are checked by
-:mod:`liz.image_urls` and only travel with inputs of type ``text_and_image``.
+:mod:`liz.runtime.image_urls` and only travel with inputs of type ``text_and_image``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from liz.image_urls import MAX_IMAGE_URLS, image_url_problem
+from liz.runtime.image_urls import MAX_IMAGE_URLS, image_url_problem
 from liz.types import InputObject, InputType
 
 MAX_ID_LENGTH = 256

@@ -25,8 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from liz.conversation import CACHED_LINES, line
-from liz.tokens import estimate_tokens
+from liz.prompts.conversation import CACHED_LINES, line
+from liz.prompts.tokens import estimate_tokens
 from liz.types import Memory
 
 REACH = 0.25  # of the window: how far around an anchor no other hash may be higher
