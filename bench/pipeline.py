@@ -286,7 +286,13 @@ def run_database(kind: str, args: argparse.Namespace) -> list[Result]:
             started.append((server, [base for base, _ in found], [pid for _, pid in found], url))
         embedding: list[float] = []
         postmaster = None if pg is None else pg.get_pid()
-        loads = asyncio.run(measure(started, args, kind, llm_url, embedding, postmaster))
+        try:
+            loads = asyncio.run(measure(started, args, kind, llm_url, embedding, postmaster))
+        except RuntimeError:
+            for log in sorted(folder.glob("liz-*.log")):  # the server that failed says why
+                if "Traceback" in (said := log.read_text()):
+                    print(f"--- {log.name}:\n{said[-3000:]}", flush=True)
+            raise
     results = []
     for server, load in zip(servers(args), loads, strict=True):
         p50, p95 = p50_p95_ms(load.one_at_a_time)
@@ -406,7 +412,11 @@ def main() -> None:
         for kind in args.databases:
             names = ", ".join(server.name for server in servers(args))
             print(f"{kind}, run {run + 1} of {args.repeat}: {names}", flush=True)
-            results = run_database(kind, args)
+            try:
+                results = run_database(kind, args)
+            except RuntimeError as exc:  # one failed run leaves the others' figures
+                print(f"  {kind}, run {run + 1}: failed: {exc}", flush=True)
+                continue
             if run == args.repeat - 1:
                 tables.append(table(kind, results))
             if args.compare is not None:
@@ -421,7 +431,8 @@ def main() -> None:
         label = args.compare_label or args.compare.name
         runs = f"median and range of {args.repeat} runs" if args.repeat > 1 else "one run"
         print(f"\nThis tree's liz over {label}'s, each cell from the same run ({runs}):\n")
-        print("\n\n".join(compare_table(kind, label, comparisons[kind]) for kind in args.databases))
+        done = [kind for kind in args.databases if comparisons[kind]]
+        print("\n\n".join(compare_table(kind, label, comparisons[kind]) for kind in done))
 
 
 if __name__ == "__main__":
