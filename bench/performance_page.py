@@ -33,6 +33,12 @@ class Bench:
     script: str
     title: str
     what: str
+    options: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        """The section's name (``--only``, ``--from DIR/<name>.txt``): the command run."""
+        return " ".join([self.script, *self.options])
 
 
 BENCHES = [
@@ -45,6 +51,25 @@ BENCHES = [
         "messages, render the prompt, one chat call, insert two rows). PostgreSQL runs two "
         "processes of each server on one database. The last column is the servers' CPU per "
         "turn after the load stopped: with facts on, the learning, which waits for a lull.",
+    ),
+    Bench(
+        "pipeline.py",
+        "One turn, this tree against 17afadf",
+        "The same servers as above, without the floor, beside liz at commit 17afadf (a "
+        "temporary `git worktree`, migrating its own databases), in the same run: each cell "
+        "is this tree's figure over 17afadf's, the median of three runs and their range. "
+        "The target: at least 0.90 of 17afadf's req/s in every cell",
+        (
+            "--no-floor",
+            "--repeat",
+            "3",
+            "--compare",
+            "17afadf",
+            "--sequential",
+            "96",
+            "--concurrent",
+            "480",
+        ),
     ),
     Bench(
         "memory.py",
@@ -302,37 +327,37 @@ def tables_of(output: str) -> str:
 
 
 def run(bench: Bench) -> str:
-    print(f"running bench/{bench.script} ...", flush=True)
+    print(f"running bench/{bench.name} ...", flush=True)
     result = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / bench.script)],
+        [sys.executable, str(ROOT / "bench" / bench.script), *bench.options],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,
         check=False,
     )
     if result.returncode != 0:
-        sys.exit(f"bench/{bench.script} failed (exit {result.returncode}); the page is unchanged")
+        sys.exit(f"bench/{bench.name} failed (exit {result.returncode}); the page is unchanged")
     return result.stdout
 
 
 def section(bench: Bench, tables: str, when: str) -> str:
-    start, end = SECTION_START.format(name=bench.script), SECTION_END.format(name=bench.script)
+    start, end = SECTION_START.format(name=bench.name), SECTION_END.format(name=bench.name)
     body = tables or "No table: this bench printed none."
     return (
-        f"{start}\n## {bench.title}\n\n{bench.what} (`bench/{bench.script}`; {when}.)\n\n"
+        f"{start}\n## {bench.title}\n\n{bench.what} (`bench/{bench.name}`; {when}.)\n\n"
         f"{body}\n{end}"
     )
 
 
 def kept_section(page: str, bench: Bench) -> str | None:
-    start, end = SECTION_START.format(name=bench.script), SECTION_END.format(name=bench.script)
+    start, end = SECTION_START.format(name=bench.name), SECTION_END.format(name=bench.name)
     match = re.search(re.escape(start) + ".*?" + re.escape(end), page, re.DOTALL)
     return match.group(0) if match else None
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    names = [bench.script for bench in BENCHES]
+    names = [bench.name for bench in BENCHES]
     parser.add_argument("--only", nargs="+", choices=names, help="run only these benches")
     parser.add_argument("--from", dest="source", type=Path, help="read DIR/<bench>.txt")
     parser.add_argument("--date", default=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
@@ -342,12 +367,12 @@ def main() -> None:
     old = args.page.read_text(encoding="utf-8") if args.page.exists() else ""
     sections = []
     for bench in BENCHES:
-        if args.only and bench.script not in args.only:
+        if args.only and bench.name not in args.only:
             kept = kept_section(old, bench)
             sections.append(kept or section(bench, "", "not run yet"))
             continue
         if args.source:
-            output = (args.source / bench.script.replace(".py", ".txt")).read_text()
+            output = (args.source / bench.name.replace(".py", ".txt")).read_text()
         else:
             output = run(bench)
         sections.append(section(bench, tables_of(output), f"run {args.date}"))

@@ -4,14 +4,15 @@
     .venv/bin/python bench/pipeline.py --databases sqlite --sequential 100 --concurrent 300
     .venv/bin/python bench/pipeline.py --profile /tmp/prof   # py-spy each server under load (CPU)
     .venv/bin/python bench/pipeline.py --compare ../liz-old  # that checkout's liz too
-    .venv/bin/python bench/pipeline.py --compare ../liz-old --no-floor --repeat 3
+    .venv/bin/python bench/pipeline.py --compare 17afadf --no-floor --repeat 3  # a commit
 
 Real uvicorn processes on loopback against the scripted LLM in its own process; the floor
 (bench/floor_app.py) does the least a Liz turn needs. The servers take turns in rounds;
 printed: p50/p95 one at a time, req/s and p95 under load, CPU per turn, as floor ratios.
 With --compare, also each cell of this tree's liz over the other checkout's, from the same
 run (with --repeat, the median and range of the runs). The other checkout runs with its own
-venv's python when it has one, and migrates its databases itself.
+venv's python when it has one (else this one's), and migrates its databases itself; a
+commit is checked out in a temporary git worktree.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from pathlib import Path
 
 import httpx
 from benchkit import (
+    checkout,
     free_port,
     markdown_table,
     new_postgres_database,
@@ -263,7 +265,7 @@ def servers(args: argparse.Namespace) -> list[Server]:
     if args.no_floor:
         found = [server for server in found if server.kind != "floor"]
     if args.compare is not None:
-        label = args.compare_label or args.compare.name
+        label = args.compare_label
         found += [
             Server(f"liz {label}, facts off", "liz", source=args.compare.resolve()),
             Server(f"liz {label}, facts on", "liz", facts=True, source=args.compare.resolve()),
@@ -401,11 +403,22 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=8, help="servers take turns this often")
     parser.add_argument("--no-facts-on", action="store_true", help="skip liz with facts on")
     parser.add_argument("--profile", type=Path, help="folder for py-spy profiles of the servers")
-    parser.add_argument("--compare", type=Path, help="also run liz from this checkout")
+    parser.add_argument("--compare", help="also run liz from this checkout (or commit)")
     parser.add_argument("--compare-label", help="its name in the table (default: folder)")
     parser.add_argument("--no-floor", action="store_true", help="skip the floor app")
     parser.add_argument("--repeat", type=int, default=1, help="run it all this often")
     args = parser.parse_args()
+    with ExitStack() as stack:
+        if args.compare is not None:
+            given = Path(args.compare)
+            args.compare_label = args.compare_label or (
+                given.name if given.is_dir() else args.compare
+            )
+            args.compare = given if given.is_dir() else stack.enter_context(checkout(args.compare))
+        run_all(args)
+
+
+def run_all(args: argparse.Namespace) -> None:
     tables = []
     comparisons: dict[str, list[dict[str, list[float]]]] = {kind: [] for kind in args.databases}
     for run in range(args.repeat):
@@ -428,7 +441,7 @@ def main() -> None:
     )
     print("\n\n".join(tables))
     if args.compare is not None:
-        label = args.compare_label or args.compare.name
+        label = args.compare_label
         runs = f"median and range of {args.repeat} runs" if args.repeat > 1 else "one run"
         print(f"\nThis tree's liz over {label}'s, each cell from the same run ({runs}):\n")
         done = [kind for kind in args.databases if comparisons[kind]]
