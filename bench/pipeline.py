@@ -310,6 +310,8 @@ def run_database(kind: str, args: argparse.Namespace) -> list[Result]:
             f"{cpu_ms:.1f} ms CPU per turn, then {after_ms:.1f} ms",
             flush=True,
         )
+        if load.failed:
+            print(f"    {len(load.failed)} turns failed, first: {load.failed[0]}", flush=True)
     by_name = {result.server.name: result for result in results}
     off, on = by_name.get("liz, facts off"), by_name.get("liz, facts on")
     if off is not None and on is not None:
