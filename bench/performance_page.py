@@ -33,12 +33,17 @@ class Bench:
     script: str
     title: str
     what: str
-    options: tuple[str, ...] = ()
+    options: str = ""  # the script's options, as typed
+    key: str = ""  # the section's name when the script has one already
 
     @property
     def name(self) -> str:
-        """The section's name (``--only``, ``--from DIR/<name>.txt``): the command run."""
-        return " ".join([self.script, *self.options])
+        """The section's name (``--only``, ``--from DIR/<name>.txt``)."""
+        return self.key or self.script
+
+    @property
+    def command(self) -> str:
+        return f"{self.script} {self.options}".strip()
 
 
 BENCHES = [
@@ -59,17 +64,8 @@ BENCHES = [
         "temporary `git worktree`, migrating its own databases), in the same run: each cell "
         "is this tree's figure over 17afadf's, the median of three runs and their range. "
         "The target: at least 0.90 of 17afadf's req/s in every cell",
-        (
-            "--no-floor",
-            "--repeat",
-            "3",
-            "--compare",
-            "17afadf",
-            "--sequential",
-            "96",
-            "--concurrent",
-            "480",
-        ),
+        "--no-floor --repeat 3 --compare 17afadf --sequential 96 --concurrent 480",
+        key="pipeline-vs-17afadf",
     ),
     Bench(
         "memory.py",
@@ -277,11 +273,19 @@ DECISIONS = """## Design decisions and their measured reasons
   and liz's own observing code about 0.05 ms (1% of an untraced turn). The seven step
   events are the largest part liz decides: 110 of the 284 us the SDK spends on a turn's
   spans in-process (made 56, encoded 55); `liz.step.own_ms` is 6 us of it, so it stays.
-  Over three runs of the Tracing bench, the traced server ran at 0.78 to 0.97 of the
-  untraced req/s with 1.13 to 1.14 of its CPU, and the same server before this session's
-  changes (a2aa88e) at 0.83 to 0.85 with 1.09 to 1.19: the same within the machine's noise,
-  as expected, since what changed (a tool call observed once, the "Queue full" lines
-  summed up) does not touch a plain turn. Sampling stays the lever.
+  Over three runs of the Tracing bench beside a server of a2aa88e
+  (`bench/observe.py --rounds 16 --compare` on a worktree of it), the traced server ran at
+  0.78 to 0.97 of the untraced req/s with 1.13 to 1.14 of its CPU, and a2aa88e's at 0.83 to
+  0.85 with 1.09 to 1.19: the same within the machine's noise, as expected, since what
+  changed (a tool call observed once, the "Queue full" lines summed up) does not touch a
+  plain turn. Sampling stays the lever.
+- **This tree against 17afadf** (the section above): every req/s cell's median is within
+  10% of 17afadf's (0.96 to 1.21), and the CPU per turn within 3% (0.98 to 1.03). The
+  one cell below 0.95 in a run is PostgreSQL facts off (0.92 to 0.99). A py-spy of both
+  servers found one cost 17afadf did not have: the agent's context drawn anew each turn
+  from seven seeded generators and rendered (80 us a turn), now made once a day. 17afadf's
+  server, facts on, failed 3 turns of about 1,800 on PostgreSQL in these runs with a
+  deadlock between its two processes (in `create_memory`); this tree's none.
 - **`/metrics` reads the learning backlog on a reading session**: on SQLite the writing
   one made a scrape wait for the process's one writing connection, behind the turns'
   writes: with 16 turns in flight, 35 ms at p50 and 104 at p95, against 16 and 24 (2,000
@@ -339,16 +343,16 @@ def tables_of(output: str) -> str:
 
 
 def run(bench: Bench) -> str:
-    print(f"running bench/{bench.name} ...", flush=True)
+    print(f"running bench/{bench.command} ...", flush=True)
     result = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / bench.script), *bench.options],
+        [sys.executable, str(ROOT / "bench" / bench.script), *bench.options.split()],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,
         check=False,
     )
     if result.returncode != 0:
-        sys.exit(f"bench/{bench.name} failed (exit {result.returncode}); the page is unchanged")
+        sys.exit(f"bench/{bench.command} failed (exit {result.returncode}); the page is unchanged")
     return result.stdout
 
 
@@ -356,7 +360,7 @@ def section(bench: Bench, tables: str, when: str) -> str:
     start, end = SECTION_START.format(name=bench.name), SECTION_END.format(name=bench.name)
     body = tables or "No table: this bench printed none."
     return (
-        f"{start}\n## {bench.title}\n\n{bench.what} (`bench/{bench.name}`; {when}.)\n\n"
+        f"{start}\n## {bench.title}\n\n{bench.what} (`bench/{bench.command}`; {when}.)\n\n"
         f"{body}\n{end}"
     )
 
@@ -384,14 +388,14 @@ def main() -> None:
             sections.append(kept or section(bench, "", "not run yet"))
             continue
         if args.source:
-            output = (args.source / bench.name.replace(".py", ".txt")).read_text()
+            output = (args.source / (bench.name.replace(".py", "", 1) + ".txt")).read_text()
         else:
             output = run(bench)
         sections.append(section(bench, tables_of(output), f"run {args.date}"))
     when = f"the run of {args.date}" if not args.only else "runs of several dates (each below)"
     page = (
         f"{INTRO}\nWritten from {when}, on {args.machine}. `make bench` runs them all "
-        "(about 30 minutes); each bench also runs alone, with its own options "
+        "(about 45 minutes); each bench also runs alone, with its own options "
         "(`--help`).\n\n" + "\n\n".join(sections) + "\n\n" + DECISIONS
     )
     args.page.write_text(page, encoding="utf-8")
