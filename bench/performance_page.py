@@ -253,15 +253,15 @@ DECISIONS = """## Design decisions and their measured reasons
   liz's reading. Streamed chunks are still parsed by the SDK (`ChatCompletionChunk`).
 - **A turn is three spans, its chain steps events on the turn's span** (the OpenTelemetry
   GenAI conventions' grain), where it was ten spans, one per step. For the SDK alone such a
-  turn costs 0.62 of one shaped the old way (the Tracing bench's last table). The server
+  turn costs 0.43 to 0.62 of one shaped the old way (the Tracing bench's last table). The server
   does not show it on this shared machine: the traced server spent 1.12 to 1.19 of the
   untraced one's CPU per turn over three runs, and a server of 17afadf, tracing ten spans a
   turn in the same runs, 1.15 to 1.16. Either way the official SDK misses the target (at
-  most 5% of req/s with an exporter; 0.88 to 0.98 of the untraced req/s here): it builds a
+  most 5% of req/s with an exporter; 0.78 to 0.98 of the untraced req/s here): it builds a
   Python object for every span, event and attribute it encodes. Spans not sampled cost
   next to nothing, so sampling (`OTEL_TRACES_SAMPLER=parentbased_traceidratio`,
-  docs/observability.md) is the lever: 10% sampled ran at 0.98 of the untraced req/s and
-  1.03 of its CPU in the last run. The SDK's `start_as_current_span` costs 2.5 us a span
+  docs/observability.md) is the lever: 10% sampled spent 1.03 of the untraced CPU per turn
+  in two runs (0.93 and 0.98 of its req/s). The SDK's `start_as_current_span` costs 2.5 us a span
   more than liz's own scope did (8 us a turn), so liz uses it.
 - **Export batches of 2048 spans** (unless an `OTEL_BSP_*` variable is set): with the
   SDK's 512, the traced server spent 1.16 of the untraced one's CPU per turn, against
@@ -273,10 +273,11 @@ DECISIONS = """## Design decisions and their measured reasons
   and liz's own observing code about 0.05 ms (1% of an untraced turn). The seven step
   events are the largest part liz decides: 110 of the 284 us the SDK spends on a turn's
   spans in-process (made 56, encoded 55); `liz.step.own_ms` is 6 us of it, so it stays.
-  Over three runs of the Tracing bench beside a server of a2aa88e
-  (`bench/observe.py --rounds 16 --compare` on a worktree of it), the traced server ran at
-  0.78 to 0.97 of the untraced req/s with 1.13 to 1.14 of its CPU, and a2aa88e's at 0.83 to
-  0.85 with 1.09 to 1.19: the same within the machine's noise, as expected, since what
+  Over four runs of the Tracing bench beside a server of a2aa88e
+  (`bench/observe.py --rounds 16 --compare` on a worktree of it; the table is the last),
+  the traced server ran at 0.78 to 0.97 of the untraced req/s with 1.12 to 1.14 of its
+  CPU, and a2aa88e's at 0.82 to 0.85 with 1.09 to 1.19: the same within the machine's
+  noise, as expected, since what
   changed (a tool call observed once, the "Queue full" lines summed up) does not touch a
   plain turn. Sampling stays the lever.
 - **This tree against 17afadf** (the section above): every req/s cell's median is within
