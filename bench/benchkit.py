@@ -148,6 +148,19 @@ def new_postgres_database(server: Any, name: str) -> str:
 
 
 @contextmanager
+def checkout(commit: str) -> Iterator[Path]:
+    """``commit`` of this repository in a temporary ``git worktree``, removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix="liz-bench-ref-") as folder:
+        tree = Path(folder) / commit
+        git = ["git", "-C", str(BENCH.parent), "worktree"]
+        subprocess.run([*git, "add", "--quiet", "--detach", str(tree), commit], check=True)
+        try:
+            yield tree
+        finally:
+            subprocess.run([*git, "remove", "--force", str(tree)], check=True)
+
+
+@contextmanager
 def scratch_folder(prefix: str) -> Iterator[Path]:
     with tempfile.TemporaryDirectory(prefix=prefix) as folder:
         yield Path(folder)

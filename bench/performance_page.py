@@ -33,6 +33,17 @@ class Bench:
     script: str
     title: str
     what: str
+    options: str = ""  # the script's options, as typed
+    key: str = ""  # the section's name when the script has one already
+
+    @property
+    def name(self) -> str:
+        """The section's name (``--only``, ``--from DIR/<name>.txt``)."""
+        return self.key or self.script
+
+    @property
+    def command(self) -> str:
+        return f"{self.script} {self.options}".strip()
 
 
 BENCHES = [
@@ -45,6 +56,16 @@ BENCHES = [
         "messages, render the prompt, one chat call, insert two rows). PostgreSQL runs two "
         "processes of each server on one database. The last column is the servers' CPU per "
         "turn after the load stopped: with facts on, the learning, which waits for a lull.",
+    ),
+    Bench(
+        "pipeline.py",
+        "One turn, this tree against 17afadf",
+        "The same servers as above, without the floor, beside liz at commit 17afadf (a "
+        "temporary `git worktree`, migrating its own databases), in the same run: each cell "
+        "is this tree's figure over 17afadf's, the median of three runs and their range. "
+        "The target: at least 0.90 of 17afadf's req/s in every cell",
+        "--no-floor --repeat 3 --compare 17afadf --sequential 96 --concurrent 480",
+        key="pipeline-vs-17afadf",
     ),
     Bench(
         "memory.py",
@@ -232,19 +253,40 @@ DECISIONS = """## Design decisions and their measured reasons
   liz's reading. Streamed chunks are still parsed by the SDK (`ChatCompletionChunk`).
 - **A turn is three spans, its chain steps events on the turn's span** (the OpenTelemetry
   GenAI conventions' grain), where it was ten spans, one per step. For the SDK alone such a
-  turn costs 0.62 of one shaped the old way (the Tracing bench's last table). The server
+  turn costs 0.43 to 0.62 of one shaped the old way (the Tracing bench's last table). The server
   does not show it on this shared machine: the traced server spent 1.12 to 1.19 of the
   untraced one's CPU per turn over three runs, and a server of 17afadf, tracing ten spans a
   turn in the same runs, 1.15 to 1.16. Either way the official SDK misses the target (at
-  most 5% of req/s with an exporter; 0.88 to 0.98 of the untraced req/s here): it builds a
+  most 5% of req/s with an exporter; 0.78 to 0.98 of the untraced req/s here): it builds a
   Python object for every span, event and attribute it encodes. Spans not sampled cost
   next to nothing, so sampling (`OTEL_TRACES_SAMPLER=parentbased_traceidratio`,
-  docs/observability.md) is the lever: 10% sampled ran at 0.98 of the untraced req/s and
-  1.03 of its CPU in the last run. The SDK's `start_as_current_span` costs 2.5 us a span
+  docs/observability.md) is the lever: 10% sampled spent 1.03 of the untraced CPU per turn
+  in two runs (0.93 and 0.98 of its req/s). The SDK's `start_as_current_span` costs 2.5 us a span
   more than liz's own scope did (8 us a turn), so liz uses it.
 - **Export batches of 2048 spans** (unless an `OTEL_BSP_*` variable is set): with the
   SDK's 512, the traced server spent 1.16 of the untraced one's CPU per turn, against
   1.12 (one run, side by side).
+- **What a traced turn's CPU is spent on** (py-spy of the traced server, 3,000 turns at
+  16 in flight, one run): about 0.5 ms a turn over the untraced server's; of it, the SDK's
+  calls made by liz's hooks (spans started and ended, events, attributes, context) about
+  0.28 ms, the batch processor's thread (OTLP encoding, the HTTP export) about 0.24 ms,
+  and liz's own observing code about 0.05 ms (1% of an untraced turn). The seven step
+  events are the largest part liz decides: 110 of the 284 us the SDK spends on a turn's
+  spans in-process (made 56, encoded 55); `liz.step.own_ms` is 6 us of it, so it stays.
+  Over four runs of the Tracing bench beside a server of a2aa88e
+  (`bench/observe.py --rounds 16 --compare` on a worktree of it; the table is the last),
+  the traced server ran at 0.78 to 0.97 of the untraced req/s with 1.12 to 1.14 of its
+  CPU, and a2aa88e's at 0.82 to 0.85 with 1.09 to 1.19: the same within the machine's
+  noise, as expected, since what
+  changed (a tool call observed once, the "Queue full" lines summed up) does not touch a
+  plain turn. Sampling stays the lever.
+- **This tree against 17afadf** (the section above): every req/s cell's median is within
+  10% of 17afadf's (0.96 to 1.21), and the CPU per turn within 3% (0.98 to 1.03). The
+  one cell below 0.95 in a run is PostgreSQL facts off (0.92 to 0.99). A py-spy of both
+  servers found one cost 17afadf did not have: the agent's context drawn anew each turn
+  from seven seeded generators and rendered (80 us a turn), now made once a day. 17afadf's
+  server, facts on, failed 3 turns of about 1,800 on PostgreSQL in these runs with a
+  deadlock between its two processes (in `create_memory`); this tree's none.
 - **`/metrics` reads the learning backlog on a reading session**: on SQLite the writing
   one made a scrape wait for the process's one writing connection, behind the turns'
   writes: with 16 turns in flight, 35 ms at p50 and 104 at p95, against 16 and 24 (2,000
@@ -302,37 +344,37 @@ def tables_of(output: str) -> str:
 
 
 def run(bench: Bench) -> str:
-    print(f"running bench/{bench.script} ...", flush=True)
+    print(f"running bench/{bench.command} ...", flush=True)
     result = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / bench.script)],
+        [sys.executable, str(ROOT / "bench" / bench.script), *bench.options.split()],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,
         check=False,
     )
     if result.returncode != 0:
-        sys.exit(f"bench/{bench.script} failed (exit {result.returncode}); the page is unchanged")
+        sys.exit(f"bench/{bench.command} failed (exit {result.returncode}); the page is unchanged")
     return result.stdout
 
 
 def section(bench: Bench, tables: str, when: str) -> str:
-    start, end = SECTION_START.format(name=bench.script), SECTION_END.format(name=bench.script)
+    start, end = SECTION_START.format(name=bench.name), SECTION_END.format(name=bench.name)
     body = tables or "No table: this bench printed none."
     return (
-        f"{start}\n## {bench.title}\n\n{bench.what} (`bench/{bench.script}`; {when}.)\n\n"
+        f"{start}\n## {bench.title}\n\n{bench.what} (`bench/{bench.command}`; {when}.)\n\n"
         f"{body}\n{end}"
     )
 
 
 def kept_section(page: str, bench: Bench) -> str | None:
-    start, end = SECTION_START.format(name=bench.script), SECTION_END.format(name=bench.script)
+    start, end = SECTION_START.format(name=bench.name), SECTION_END.format(name=bench.name)
     match = re.search(re.escape(start) + ".*?" + re.escape(end), page, re.DOTALL)
     return match.group(0) if match else None
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    names = [bench.script for bench in BENCHES]
+    names = [bench.name for bench in BENCHES]
     parser.add_argument("--only", nargs="+", choices=names, help="run only these benches")
     parser.add_argument("--from", dest="source", type=Path, help="read DIR/<bench>.txt")
     parser.add_argument("--date", default=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
@@ -342,19 +384,19 @@ def main() -> None:
     old = args.page.read_text(encoding="utf-8") if args.page.exists() else ""
     sections = []
     for bench in BENCHES:
-        if args.only and bench.script not in args.only:
+        if args.only and bench.name not in args.only:
             kept = kept_section(old, bench)
             sections.append(kept or section(bench, "", "not run yet"))
             continue
         if args.source:
-            output = (args.source / bench.script.replace(".py", ".txt")).read_text()
+            output = (args.source / (bench.name.replace(".py", "", 1) + ".txt")).read_text()
         else:
             output = run(bench)
         sections.append(section(bench, tables_of(output), f"run {args.date}"))
     when = f"the run of {args.date}" if not args.only else "runs of several dates (each below)"
     page = (
         f"{INTRO}\nWritten from {when}, on {args.machine}. `make bench` runs them all "
-        "(about 30 minutes); each bench also runs alone, with its own options "
+        "(about 45 minutes); each bench also runs alone, with its own options "
         "(`--help`).\n\n" + "\n\n".join(sections) + "\n\n" + DECISIONS
     )
     args.page.write_text(page, encoding="utf-8")

@@ -4,10 +4,15 @@
     .venv/bin/python bench/pipeline.py --databases sqlite --sequential 100 --concurrent 300
     .venv/bin/python bench/pipeline.py --profile /tmp/prof   # py-spy each server under load (CPU)
     .venv/bin/python bench/pipeline.py --compare ../liz-old  # that checkout's liz too
+    .venv/bin/python bench/pipeline.py --compare 17afadf --no-floor --repeat 3  # a commit
 
 Real uvicorn processes on loopback against the scripted LLM in its own process; the floor
 (bench/floor_app.py) does the least a Liz turn needs. The servers take turns in rounds;
 printed: p50/p95 one at a time, req/s and p95 under load, CPU per turn, as floor ratios.
+With --compare, also each cell of this tree's liz over the other checkout's, from the same
+run (with --repeat, the median and range of the runs). The other checkout runs with its own
+venv's python when it has one (else this one's), and migrates its databases itself; a
+commit is checked out in a temporary git worktree.
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -27,6 +34,7 @@ from pathlib import Path
 
 import httpx
 from benchkit import (
+    checkout,
     free_port,
     markdown_table,
     new_postgres_database,
@@ -57,6 +65,12 @@ class Server:
     kind: str  # "floor" or "liz"
     facts: bool = False
     source: Path | None = None  # another checkout of liz to run (--compare)
+
+    @property
+    def python(self) -> str:
+        """The checkout's own venv, whose dependencies are the ones it was written for."""
+        venv = None if self.source is None else self.source / ".venv" / "bin" / "python"
+        return str(venv) if venv is not None and venv.exists() else sys.executable
 
 
 @dataclass(frozen=True)
@@ -129,12 +143,18 @@ async def analyze(url: str) -> None:
         await engine.dispose()
 
 
-def fresh_database(kind: str, folder: Path, pg: object, name: str) -> str:
+def fresh_database(
+    kind: str, folder: Path, pg: object, name: str, server: Server | None = None
+) -> str:
     if kind == "sqlite":
         url = f"sqlite+aiosqlite:///{folder / name}.db"
     else:
         url = new_postgres_database(pg, name)
-    upgrade(url)
+    if server is None or server.source is None:
+        upgrade(url)
+    else:  # its own migrations: the schema its code expects
+        migrate = "import sys; from liz.db.migrate import upgrade; upgrade(sys.argv[1])"
+        subprocess.run([server.python, "-c", migrate, url], cwd=server.source, check=True)
     asyncio.run(seed(url))
     return url
 
@@ -153,7 +173,7 @@ def start(
                 command = [sys.executable, str(BENCH / "floor_app.py"), "--port", str(port)]
                 env = {"FLOOR_DATABASE_URL": url, "OPENAI_BASE_URL": llm_url}
             else:
-                command = [sys.executable, "-m", "liz", "serve", "--no-migrate"]
+                command = [server.python, "-m", "liz", "serve", "--no-migrate"]
                 command += ["--log-level", "warning", "--host", "127.0.0.1", "--port", str(port)]
                 env = {
                     "DATABASE_URL": url,
@@ -242,8 +262,10 @@ async def measure(
 
 def servers(args: argparse.Namespace) -> list[Server]:
     found = [server for server in SERVERS if not (args.no_facts_on and server.facts)]
+    if args.no_floor:
+        found = [server for server in found if server.kind != "floor"]
     if args.compare is not None:
-        label = args.compare_label or args.compare.name
+        label = args.compare_label
         found += [
             Server(f"liz {label}, facts off", "liz", source=args.compare.resolve()),
             Server(f"liz {label}, facts on", "liz", facts=True, source=args.compare.resolve()),
@@ -261,12 +283,18 @@ def run_database(kind: str, args: argparse.Namespace) -> list[Result]:
         processes = 2 if kind == "postgres" else 1
         started = []
         for number, server in enumerate(servers(args)):
-            url = fresh_database(kind, folder, pg, f"bench_{number}")
+            url = fresh_database(kind, folder, pg, f"bench_{number}", server)
             found = stack.enter_context(start(server, url, llm_url, processes, folder))
             started.append((server, [base for base, _ in found], [pid for _, pid in found], url))
         embedding: list[float] = []
         postmaster = None if pg is None else pg.get_pid()
-        loads = asyncio.run(measure(started, args, kind, llm_url, embedding, postmaster))
+        try:
+            loads = asyncio.run(measure(started, args, kind, llm_url, embedding, postmaster))
+        except RuntimeError:
+            for log in sorted(folder.glob("liz-*.log")):  # the server that failed says why
+                if "Traceback" in (said := log.read_text()):
+                    print(f"--- {log.name}:\n{said[-3000:]}", flush=True)
+            raise
     results = []
     for server, load in zip(servers(args), loads, strict=True):
         p50, p95 = p50_p95_ms(load.one_at_a_time)
@@ -282,6 +310,8 @@ def run_database(kind: str, args: argparse.Namespace) -> list[Result]:
             f"{cpu_ms:.1f} ms CPU per turn, then {after_ms:.1f} ms",
             flush=True,
         )
+        if load.failed:
+            print(f"    {len(load.failed)} turns failed, first: {load.failed[0]}", flush=True)
     by_name = {result.server.name: result for result in results}
     off, on = by_name.get("liz, facts off"), by_name.get("liz, facts on")
     if off is not None and on is not None:
@@ -296,7 +326,8 @@ def run_database(kind: str, args: argparse.Namespace) -> list[Result]:
 
 
 def table(kind: str, results: list[Result]) -> str:
-    floor = results[0]
+    floors = [r for r in results if r.server.kind == "floor"]
+    floor = floors[0] if floors else results[0]
 
     def cell(value: float, base: float, digits: int) -> str:
         return f"{value:,.{digits}f}" + ("" if r is floor else f" ({value / base:.2f}x)")
@@ -327,6 +358,45 @@ def table(kind: str, results: list[Result]) -> str:
     return markdown_table(header, rows)
 
 
+COMPARED = ("p50", "p95", "rate", "p95_loaded", "cpu_ms")
+
+
+def compared(results: list[Result]) -> dict[str, list[float]]:
+    """Each cell of this tree's liz over the other checkout's (facts off, facts on)."""
+    ours = [r for r in results if r.server.kind == "liz" and r.server.source is None]
+    here = {r.server.facts: r for r in ours}
+    there = {r.server.facts: r for r in results if r.server.source is not None}
+    return {
+        f"facts {'on' if facts else 'off'}": [
+            getattr(here[facts], field) / getattr(there[facts], field) for field in COMPARED
+        ]
+        for facts in sorted(there, key=int)
+    }
+
+
+def compare_table(kind: str, label: str, runs: list[dict[str, list[float]]]) -> str:
+    rows = []
+    for name in runs[0]:
+        cells = []
+        for column in range(len(COMPARED)):
+            ratios = [run[name][column] for run in runs]
+            cell = f"{statistics.median(ratios):.2f}"
+            if len(ratios) > 1:
+                cell += f" ({min(ratios):.2f}-{max(ratios):.2f})"
+            cells.append(cell)
+        rows.append([f"liz, {name}", *cells])
+    processes = "two processes on one database" if kind == "postgres" else "one process"
+    header = [
+        f"{kind} ({processes}): this tree / {label}",
+        "p50 ms",
+        "p95 ms",
+        f"req/s, {IN_FLIGHT} in flight",
+        f"p95 ms, {IN_FLIGHT} in flight",
+        "server CPU ms per turn",
+    ]
+    return markdown_table(header, rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--databases", nargs="+", default=["sqlite", "postgres"])
@@ -335,18 +405,49 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=8, help="servers take turns this often")
     parser.add_argument("--no-facts-on", action="store_true", help="skip liz with facts on")
     parser.add_argument("--profile", type=Path, help="folder for py-spy profiles of the servers")
-    parser.add_argument("--compare", type=Path, help="also run liz from this checkout")
+    parser.add_argument("--compare", help="also run liz from this checkout (or commit)")
     parser.add_argument("--compare-label", help="its name in the table (default: folder)")
+    parser.add_argument("--no-floor", action="store_true", help="skip the floor app")
+    parser.add_argument("--repeat", type=int, default=1, help="run it all this often")
     args = parser.parse_args()
+    with ExitStack() as stack:
+        if args.compare is not None:
+            given = Path(args.compare)
+            args.compare_label = args.compare_label or (
+                given.name if given.is_dir() else args.compare
+            )
+            args.compare = given if given.is_dir() else stack.enter_context(checkout(args.compare))
+        run_all(args)
+
+
+def run_all(args: argparse.Namespace) -> None:
     tables = []
-    for kind in args.databases:
-        print(f"{kind}: floor, liz facts off, liz facts on", flush=True)
-        tables.append(table(kind, run_database(kind, args)))
+    comparisons: dict[str, list[dict[str, list[float]]]] = {kind: [] for kind in args.databases}
+    for run in range(args.repeat):
+        for kind in args.databases:
+            names = ", ".join(server.name for server in servers(args))
+            print(f"{kind}, run {run + 1} of {args.repeat}: {names}", flush=True)
+            try:
+                results = run_database(kind, args)
+            except RuntimeError as exc:  # one failed run leaves the others' figures
+                print(f"  {kind}, run {run + 1}: failed: {exc}", flush=True)
+                continue
+            if run == args.repeat - 1:
+                tables.append(table(kind, results))
+            if args.compare is not None:
+                comparisons[kind].append(compared(results))
     print(
         f"\nPOST /agent/input, {EARLIER_MESSAGES:,} earlier messages for the user, "
-        f"ratios to the floor ({time.strftime('%Y-%m-%d')}):\n"
+        f"ratios to the {'first liz' if args.no_floor else 'floor'} "
+        f"({time.strftime('%Y-%m-%d')}):\n"
     )
     print("\n\n".join(tables))
+    if args.compare is not None:
+        label = args.compare_label
+        runs = f"median and range of {args.repeat} runs" if args.repeat > 1 else "one run"
+        print(f"\nThis tree's liz over {label}'s, each cell from the same run ({runs}):\n")
+        done = [kind for kind in args.databases if comparisons[kind]]
+        print("\n\n".join(compare_table(kind, label, comparisons[kind]) for kind in done))
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ class Load:
         self.loaded_seconds = 0.0
         self.loaded_cpu = 0.0  # the servers' CPU seconds while loaded
         self.after_cpu = 0.0  # and once the load stopped, until they were idle again
+        self.failed: list[str] = []  # the answers that were not 200
 
     async def send(self, client: httpx.AsyncClient) -> float:
         number = self.sent
@@ -55,7 +56,11 @@ class Load:
             response = await client.post(url, json=body)
         took = time.perf_counter() - began
         if response.status_code != 200:
-            raise RuntimeError(f"{response.status_code} from {url}: {response.text[:300]}")
+            # A rare failure (17afadf's deadlocks on PostgreSQL) is counted and printed;
+            # more than one turn in a hundred ends the run.
+            self.failed.append(f"{response.status_code} from {url}: {response.text[:300]}")
+            if len(self.failed) > max(1, self.sent // 100):
+                raise RuntimeError(self.failed[-1])
         return took
 
     async def sequential(self, client: httpx.AsyncClient, count: int) -> None:

@@ -15,6 +15,8 @@ pins the exact versions CI runs).
    the header timeout uvicorn has no option for.
 4. twikit (checked against 2.3.3): :func:`twikit_conversation_id`, which its ``Tweet``
    keeps only in the raw data.
+5. opentelemetry-sdk (checked against 1.45.2): :data:`OTEL_BATCH_QUEUE_LOGGER`, the
+   logger its batch processor says "Queue full" on, once for every span it drops.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
 __all__ = [
+    "OTEL_BATCH_QUEUE_LOGGER",
     "H11Protocol",
     "OneHopCursor",
     "awaiting_request_headers",
@@ -239,3 +242,10 @@ def twikit_conversation_id(tweet: Any) -> str | None:
     data = getattr(tweet, "_data", None) or {}
     conversation = data.get("legacy", {}).get("conversation_id_str")
     return str(conversation) if conversation else None
+
+
+# 5. opentelemetry-sdk -------------------------------------------------------------------
+
+# The batch processor lives in a private module and logs there; liz.observe.span_export
+# filters that logger's "Queue full" lines down to one.
+OTEL_BATCH_QUEUE_LOGGER = "opentelemetry.sdk._shared_internal"

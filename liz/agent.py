@@ -49,6 +49,8 @@ class BaseAgent:
         self._tools: dict[str, Tool] = {}
         # MCP servers whose tools join this agent's (started and stopped with the app).
         self.mcp_servers: list[MCPServer] = []
+        # The day's context, made once: the same text for every turn of that day.
+        self._context: tuple[Character, PromptTemplates, str, str] | None = None
         if character.mcp_servers:  # the mcp SDK takes a second to import: only when used
             from liz.tools.mcp_servers import server_from_config
 
@@ -166,11 +168,16 @@ class BaseAgent:
         The selection is seeded by the agent's id and the UTC day (``today``, by default
         the current one), so every turn of every user on one day, in every process, gets
         the same text: the stable start of each prompt that providers cache. A selection
-        drawn anew each turn would end the cached part at the first sampled line.
+        drawn anew each turn would end the cached part at the first sampled line. The text
+        is made once a day for the agent's character; assign a new ``agent.character``
+        (rather than changing its fields) for a change to show the same day.
         """
         c = self.character
         day = (today or datetime.now(UTC).date()).isoformat()
-        return self.templates.render(
+        made = self._context
+        if made is not None and made[0] is c and made[1] is self.templates and made[2] == day:
+            return made[3]
+        text = self.templates.render(
             "agent_context.j2",
             name=c.name,
             system=c.system,
@@ -182,6 +189,8 @@ class BaseAgent:
             style=self._sample(c.style.all + c.style.chat, "style", day),
             adjectives=self._sample(c.adjectives, "adjectives", day),
         )
+        self._context = (c, self.templates, day, text)
+        return text
 
     def _sample(self, items: Sequence[T], field: str, day: str) -> list[T]:
         """Three of ``items``, in the character's order, the same for the agent all ``day``."""

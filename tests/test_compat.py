@@ -5,6 +5,7 @@ and what to do, and pyproject.toml keeps each such library below its next series
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import socket
 import sqlite3
@@ -28,7 +29,7 @@ from liz import _compat
 pytestmark = pytest.mark.anyio
 PYPROJECT = Path(__file__).parent.parent / "pyproject.toml"
 # The libraries liz/_compat.py reaches into, as pyproject.toml names them.
-REACHED_INTO = ("sqlalchemy", "aiosqlite", "uvicorn", "twikit")
+REACHED_INTO = ("sqlalchemy", "aiosqlite", "uvicorn", "twikit", "opentelemetry-sdk")
 
 
 @contextmanager
@@ -125,6 +126,41 @@ def test_twikit_tweets_carry_their_conversation_id() -> None:
         tweet = twikit.tweet.Tweet(None, data, None)
         assert _compat.twikit_conversation_id(tweet) == "10"
         assert tweet.id == "12"
+
+
+def test_the_span_batch_processor_says_queue_full_on_the_named_logger(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+    class Never(SpanExporter):  # takes nothing: the queue stays full
+        def export(self, spans: Any) -> SpanExportResult:
+            return SpanExportResult.SUCCESS
+
+    provider = TracerProvider(shutdown_on_exit=False)
+    processor = BatchSpanProcessor(
+        Never(), max_queue_size=2, max_export_batch_size=2, schedule_delay_millis=60_000
+    )
+    provider.add_span_processor(processor)
+    tracer = provider.get_tracer("compat")
+    named = logging.getLogger(_compat.OTEL_BATCH_QUEUE_LOGGER)
+    kept, named.filters = named.filters, []  # the SDK's own lines, not liz's summary
+    try:
+        with caplog.at_level("WARNING", logger=named.name):
+            for _ in range(20):
+                tracer.start_span("s").end()
+    finally:
+        named.filters = kept
+        provider.shutdown()
+    said = [r for r in caplog.records if r.name == _compat.OTEL_BATCH_QUEUE_LOGGER]
+    if not [r for r in said if str(r.msg).startswith("Queue full")]:
+        pytest.fail(
+            f"opentelemetry-sdk {version('opentelemetry-sdk')} no longer says 'Queue full' on "
+            f"{_compat.OTEL_BATCH_QUEUE_LOGGER}: update liz._compat.OTEL_BATCH_QUEUE_LOGGER "
+            "(liz.observe.span_export filters it) or keep the SDK below this release.",
+            pytrace=False,
+        )
 
 
 def test_each_library_reached_into_has_an_upper_bound() -> None:

@@ -108,3 +108,21 @@ def test_sigterm_with_a_dead_collector_stops_the_server_promptly(tmp_path: Path)
     assert [line for line in lines if "tracing stopped" in line], lines
     assert not [line for line in lines if " opentelemetry." in line]  # the SDK's own lines
     print(f"SIGTERM to exit with a dead collector: {took:.2f} s")
+
+
+def test_a_full_span_queue_is_said_in_one_line_not_one_per_span(tmp_path: Path) -> None:
+    # A queue of two spans behind a batch retried for seconds: most of the turns' spans
+    # are dropped, and the SDK logs a line for each one.
+    otel = {
+        "OTEL_BSP_MAX_QUEUE_SIZE": "2",
+        "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "2",
+        "OTEL_EXPORTER_OTLP_TIMEOUT": "5",
+    }
+    with serving(tmp_path, otel) as (url, process):
+        for number in range(4):
+            say(url, f"Message {number}")
+        stop(process, tmp_path)
+    lines = (tmp_path / "serve.log").read_text().splitlines()
+    said = [line for line in lines if "the span queue is full" in line]
+    assert len(said) == 1, lines
+    assert not [line for line in lines if "Queue full" in line]

@@ -267,6 +267,30 @@ def test_a_tool_call_is_a_span_of_the_turn(
     assert len(chats) == 2 and all(c.trace_id == invoke.trace_id for c in chats)
 
 
+def test_a_denied_tool_call_is_one_failed_span_and_one_record(
+    receiver: Receiver, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from liz.testing.openai_server import ScriptedOpenAI
+    from tests.test_tools_approval import START, app_at, ask_for_refund, bearer, refunding_agent
+    from tests.tools_world import served
+
+    monkeypatch.setenv("LIZ_FACTS_ENABLED", "false")
+    agent = refunding_agent([])
+    scripted = ScriptedOpenAI()
+    with scripted.serve() as url:
+        pending = ask_for_refund(agent, database_url, scripted, url)["pendingApproval"]
+        assert receiver.named("execute_tool") == []  # waiting for a person is no call yet
+        scripted.reply("All right, no refund.")
+        with served(app_at(agent, database_url, url, START)) as client:
+            path = f"/agent/approvals/{pending['id']}"
+            decided = client.post(path, json={"approve": False}, headers=bearer("ann"))
+            assert decided.status_code == 200, decided.text
+    (denied,) = receiver.named("execute_tool refund")
+    assert denied.attributes["liz.tool.ok"] is False
+    assert denied.attributes["error.type"] == "tool_error"
+    assert denied.status_code == 2  # ERROR
+
+
 async def test_the_learning_jobs_tokens_are_in_the_usage_table(
     turn: Receiver, settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:

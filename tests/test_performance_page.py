@@ -9,7 +9,7 @@ from pathlib import Path
 ROOT = Path(__file__).parent.parent
 SCRIPT = ROOT / "bench" / "performance_page.py"
 BENCHES = ["pipeline", "memory", "embedding_request", "context", "prompt_cache", "learning_cost"]
-BENCHES += ["cli_startup", "tools", "llm_boundary", "observe", "metrics"]
+BENCHES += ["cli_startup", "tools", "llm_boundary", "observe", "metrics", "pipeline-vs-17afadf"]
 
 
 def write_page(outputs: Path, page: Path, *more: str) -> str:

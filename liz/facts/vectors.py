@@ -30,13 +30,6 @@ def as_unit_vector(values: Sequence[float] | Vector) -> Vector:
     return vector / norm if norm > 0 else vector
 
 
-def from_stored(value: Any) -> Vector:
-    """Read a stored embedding: bytes on SQLite, a numpy array (pgvector) on PostgreSQL."""
-    if isinstance(value, bytes | bytearray | memoryview):
-        return np.frombuffer(bytes(value), dtype="<f4").astype(np.float32)
-    return np.asarray(value, dtype=np.float32)
-
-
 def similarities_to(matrix: Vector, query: Vector) -> Vector:
     """Each row's dot product with ``query``, computed on this thread: ``matrix @ query``
     would hand it to BLAS threads that spin, taking the CPU the event loop needs."""

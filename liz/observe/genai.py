@@ -164,25 +164,17 @@ def _finish(
     current: Span | None, operation: str, model: str, purpose: str, record: LLMCallRecord
 ) -> None:
     response_model = record.response_model or model
-    metrics.llm_call(
+    call = CallUsage(
+        operation,
         response_model,
         purpose,
         record.input_tokens,
         record.output_tokens,
         cached_input_tokens=record.cached_input_tokens,
-        agent=metered_agent(),
+        cache_write_tokens=record.cache_write_tokens,
     )
-    record_usage(
-        CallUsage(
-            operation,
-            response_model,
-            purpose,
-            record.input_tokens,
-            record.output_tokens,
-            cached_input_tokens=record.cached_input_tokens,
-            cache_write_tokens=record.cache_write_tokens,
-        )
-    )
+    metrics.llm_call(call, agent=metered_agent())
+    record_usage(call)
     if current is None:
         return
     attributes: dict[str, Any] = {

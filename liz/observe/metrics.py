@@ -25,6 +25,8 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from liz.observe.usage import CallUsage
+
 # No `_created` series beside each counter: they doubled what every scrape renders.
 disable_created_metrics()  # type: ignore[no-untyped-call]
 
@@ -91,20 +93,16 @@ def turn(agent: str, route: str | None, status: str, seconds: float) -> None:
     TURN_SECONDS.labels(agent).observe(seconds)
 
 
-def llm_call(
-    model: str,
-    purpose: str,
-    input_tokens: int,
-    output_tokens: int,
-    *,
-    cached_input_tokens: int = 0,
-    agent: str | None = None,
-) -> None:
-    LLM_CALLS.labels(model, purpose).inc()
-    tokens = {"input": input_tokens, "cached_input": cached_input_tokens, "output": output_tokens}
+def llm_call(call: CallUsage, agent: str | None = None) -> None:
+    LLM_CALLS.labels(call.model, call.purpose).inc()
+    tokens = {
+        "input": call.input_tokens,
+        "cached_input": call.cached_input_tokens,
+        "output": call.output_tokens,
+    }
     for direction, count in tokens.items():
         if count:
-            LLM_TOKENS.labels(model, purpose, direction).inc(count)
+            LLM_TOKENS.labels(call.model, call.purpose, direction).inc(count)
             if agent is not None:
                 AGENT_TOKENS.labels(agent, direction).inc(count)
 

@@ -4,13 +4,15 @@ collector logged once, and a bounded wait for the last spans when the process st
 The OTLP exporter logs a line for each retry of each batch; with the collector down that
 is a few lines every few seconds, for as long as it stays down. Here its lines are held
 while a batch is exported and, when the batch is lost, summed up in one warning, given
-again only after the collector has answered in between.
+again only after the collector has answered in between. The batch processor logs a line
+for every span it drops when its queue is full; those become one line a minute at most.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 
 from opentelemetry.sdk.trace import ReadableSpan
@@ -20,6 +22,8 @@ from opentelemetry.sdk.trace.export import (
     SpanExporter,
     SpanExportResult,
 )
+
+from liz._compat import OTEL_BATCH_QUEUE_LOGGER
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +47,8 @@ def batch_processor(
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
         exporter = otlp = OTLPExport(OTLPSpanExporter(), _endpoint(environ))
+    if _queue_full not in logging.getLogger(OTEL_BATCH_QUEUE_LOGGER).filters:
+        logging.getLogger(OTEL_BATCH_QUEUE_LOGGER).addFilter(_queue_full)
     if any(name.startswith("OTEL_BSP_") and value.strip() for name, value in environ.items()):
         return BatchSpanProcessor(exporter), otlp  # the SDK reads them
     return BatchSpanProcessor(exporter, max_queue_size=8192, max_export_batch_size=2048), otlp
@@ -92,6 +98,40 @@ class _HeldLines(logging.Filter):
 
 
 _held = _HeldLines()
+
+
+class _QueueFull(logging.Filter):
+    """The batch processor's "Queue full" lines (one per span dropped: thousands a second
+    under a load the exporter cannot keep up with) as one line a minute at most, saying
+    how many spans were dropped since the last one."""
+
+    def __init__(self, every: float = 60.0) -> None:
+        super().__init__()
+        self.every = every
+        self._dropped = 0
+        self._next = 0.0
+        self._lock = threading.Lock()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not str(record.msg).startswith("Queue full"):
+            return True
+        now = time.monotonic()
+        with self._lock:
+            self._dropped += 1
+            if now < self._next:
+                return False
+            self._next = now + self.every
+            dropped, self._dropped = self._dropped, 0
+        record.msg = (
+            "spans are dropped: the span queue is full (%d since the last time this was "
+            "said, at most once a minute); sample the turns (OTEL_TRACES_SAMPLER) or give the "
+            "queue room (OTEL_BSP_MAX_QUEUE_SIZE)"
+        )
+        record.args = (dropped,)
+        return True
+
+
+_queue_full = _QueueFull()
 _filtered: set[str] = set()
 
 

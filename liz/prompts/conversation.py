@@ -20,7 +20,6 @@ from datetime import datetime
 from functools import lru_cache
 
 from liz.prompts.text import PromptText, neutralize, one_line
-from liz.prompts.tokens import estimate_tokens
 from liz.tools.memory_lines import tool_note
 from liz.types import Memory
 
@@ -40,18 +39,8 @@ def line(memory: Memory) -> str:
     return _line(memory.generator, memory.user_id, memory.created_at, text)
 
 
-def line_tokens(memory: Memory) -> int:
-    """Estimated tokens of ``memory``'s conversation line."""
-    return _tokens(line(memory))
-
-
 @lru_cache(maxsize=CACHED_LINES)
 def _line(generator: str, user_id: str, created_at: datetime, text: str) -> str:
     speaker = "You" if generator == "llm" else f"User {one_line(neutralize(user_id))}"
     at = created_at.strftime("%Y-%m-%d %H:%M:%S UTC")
     return f"{speaker} ({at}): {one_line(neutralize(text))}\n"
-
-
-@lru_cache(maxsize=CACHED_LINES)
-def _tokens(line: str) -> int:
-    return estimate_tokens(line)

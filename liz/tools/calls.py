@@ -18,7 +18,7 @@ from pydantic import (
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from liz.llm.calls import RequestedCall
-from liz.observe.tools import tool_outcome, tool_span
+from liz.observe.tools import observe_tool_call
 from liz.tools.context import ToolContext
 from liz.types import Body, Tool
 
@@ -68,25 +68,25 @@ def parsed_arguments(call: RequestedCall) -> Any:
         return call.arguments
 
 
-def refused(call: RequestedCall, error: str) -> CallOutcome:
+def refused(call: RequestedCall, error: str, ctx: ToolContext) -> CallOutcome:
     """A call answered with ``error`` without running anything."""
-    return CallOutcome(
-        id=call.id, name=call.name, arguments=parsed_arguments(call), ok=False, error=error
-    )
+    with observe_tool_call(ctx.trace, call.name, call.id) as ended:
+        arguments = parsed_arguments(call)
+        return ended(
+            CallOutcome(id=call.id, name=call.name, arguments=arguments, ok=False, error=error)
+        )
 
 
 async def run_call(
     call: RequestedCall,
     tool: Tool | None,
-    ctx: ToolContext | None,
+    ctx: ToolContext,
     known: list[str],
     timeout: float,
 ) -> CallOutcome:
     """Run ``call`` on ``tool`` (None: the model made the name up) within ``timeout`` seconds."""
-    with tool_span(call.name, call.id) as current:
-        outcome = await _run_call(call, tool, ctx, known, timeout)
-        tool_outcome(current, outcome.ok, outcome.error)
-    return outcome
+    with observe_tool_call(ctx.trace, call.name, call.id) as ended:
+        return ended(await _run_call(call, tool, ctx, known, timeout))
 
 
 async def _run_call(

@@ -80,7 +80,7 @@ class ToolTurn:
     async def decide(self, call: RequestedCall, approve: bool) -> CallOutcome:
         """Run the call a person approved, or refuse the one they denied."""
         if not approve:
-            return refused(call, "the user denied this call; it was not run")
+            return refused(call, "the user denied this call; it was not run", self.ctx)
         tool = self.tools.get(call.name)
         return await run_call(call, tool, self.ctx, list(self.tools), self.limits.call_timeout)
 
@@ -90,7 +90,6 @@ class ToolTurn:
         told = {"id": decided.id, "name": decided.name, "arguments": decided.arguments}
         await self._event("tool_call", told)
         await self._event("tool_result", decided.result_event())
-        self._keep(decided)
         messages.append(decided.message())
         return await self.run(messages, [decided])
 
@@ -114,7 +113,6 @@ class ToolTurn:
                 continue
             runs.append(self._run_one(call))
         for outcome in await asyncio.gather(*runs):
-            self._keep(outcome)
             calls.append(outcome)
             messages.append(outcome.message())
         return pending
@@ -126,12 +124,9 @@ class ToolTurn:
         return outcome
 
     async def _refuse(self, call: RequestedCall, reason: str) -> CallOutcome:
-        outcome = refused(call, reason)
+        outcome = refused(call, reason, self.ctx)
         await self._event("tool_result", outcome.result_event())
         return outcome
-
-    def _keep(self, outcome: CallOutcome) -> None:
-        self.ctx.trace.tool_calls.append(outcome)
 
     async def _event(self, name: str, data: dict[str, Any]) -> None:
         if self.on_event is not None:
