@@ -3,10 +3,12 @@
     python bench/telegram_kills.py --rounds 20 [--postgres]
 
 A steady stream of messages from several users goes to the fake Bot API while the bot
-is started, killed with SIGKILL at a random moment, and started again, ``--rounds``
-times; then it runs until every message is answered. The table gives, per database,
-the messages sent, the ones never answered (the promise: none), and the ones answered
-twice (the promise: at most the one part in flight per kill).
+is started, killed with SIGKILL at a random moment while it answers (after its first
+send of the run), and started again, ``--rounds`` times; then it runs until every
+message is answered. The table gives, per database, the messages sent, the ones never
+answered (the promise: none), the ones answered twice (the promise: at most the one
+part in flight per kill), and how many of those were the last send the platform took
+before a kill (all of them, when the promise holds).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -62,11 +65,12 @@ def database(postgres: bool, folder: Path) -> Iterator[str]:
         server.cleanup()
 
 
-def run(rounds: int, postgres: bool, folder: Path, rng: random.Random) -> tuple[int, int, int]:
+def run(rounds: int, postgres: bool, folder: Path, rng: random.Random) -> Figures:
     telegram = FakeTelegram(token=TOKEN)
     llm = ScriptedOpenAI()
     llm.respond_with(answer)
     said: list[str] = []
+    kills: list[float] = []
     streaming = threading.Event()
     streaming.set()
 
@@ -96,8 +100,13 @@ def run(rounds: int, postgres: bool, folder: Path, rng: random.Random) -> tuple[
         feeder.start()
         try:
             for _ in range(rounds):
+                before = len(telegram.sent)
                 bot = subprocess.Popen(command, env=env, stdout=log, stderr=log)
-                time.sleep(rng.uniform(2.0, 4.0))  # start-up, then answering for a while
+                # The kill lands while answering: after the first send of this run.
+                while len(telegram.sent) == before and bot.poll() is None:
+                    time.sleep(0.01)
+                time.sleep(rng.uniform(0.0, 2.0))
+                kills.append(time.monotonic())
                 bot.send_signal(signal.SIGKILL)
                 bot.wait()
         finally:
@@ -116,10 +125,28 @@ def run(rounds: int, postgres: bool, folder: Path, rng: random.Random) -> tuple[
             bot.terminate()
             bot.wait()
             log.close()
-    counts = Counter(m.text.removeprefix("Re: ") for m in telegram.sent)
+    return count(said, [(m.text.removeprefix("Re: "), m.at) for m in telegram.sent], kills)
+
+
+@dataclass(frozen=True)
+class Figures:
+    said: int
+    lost: int
+    doubled: int
+    in_flight: int  # of the doubled: the last send the platform took before a kill
+
+
+def count(said: list[str], sent: list[tuple[str, float]], kills: list[float]) -> Figures:
+    """Lost and doubled answers, from what the platform took and when."""
+    counts = Counter(text for text, _ in sent)
     lost = sum(1 for text in said if counts[text] == 0)
-    doubled = sum(count - 1 for count in counts.values() if count > 1)
-    return len(said), lost, doubled
+    doubled = sum(n - 1 for n in counts.values() if n > 1)
+    in_flight = 0
+    for kill in kills:
+        before = [text for text, at in sent if at <= kill]
+        if before and counts[before[-1]] > 1:
+            in_flight += 1
+    return Figures(len(said), lost, doubled, in_flight)
 
 
 def main() -> None:
@@ -132,12 +159,15 @@ def main() -> None:
     for postgres in [False, True] if args.postgres else [False]:
         folder = Path(tempfile.mkdtemp(prefix="liz-bench-kills-"))
         rows.append(
-            ("PostgreSQL" if postgres else "SQLite", *run(args.rounds, postgres, folder, rng))
+            ("PostgreSQL" if postgres else "SQLite", run(args.rounds, postgres, folder, rng))
         )
-    print("| database | SIGKILL rounds | messages | lost | answered twice |")
-    print("|---|---|---|---|---|")
-    for name, sent, lost, doubled in rows:
-        print(f"| {name} | {args.rounds} | {sent} | {lost} | {doubled} |")
+    print("| database | SIGKILL rounds | messages | lost | answered twice | of them in flight |")
+    print("|---|---|---|---|---|---|")
+    for name, figures in rows:
+        print(
+            f"| {name} | {args.rounds} | {figures.said} | {figures.lost} | {figures.doubled} "
+            f"| {figures.in_flight} |"
+        )
 
 
 if __name__ == "__main__":

@@ -87,12 +87,18 @@ class DiscordGateway:
     """
 
     def __init__(
-        self, token: str, *, connector: Callable[[], aiohttp.BaseConnector] | None = None
+        self,
+        token: str,
+        *,
+        connector: Callable[[], aiohttp.BaseConnector] | None = None,
+        proxy: str | None = None,
     ) -> None:
         """``connector`` makes each client's aiohttp connector (tests reach a fake
-        Discord through one); by default, discord.py's own."""
+        Discord through one); by default, discord.py's own. ``proxy``: an HTTP proxy
+        for every call, REST and gateway."""
         self._token = token
         self._connector = connector
+        self._proxy = proxy
         self._client: _Gateway | None = None
         self._gateway: asyncio.Task[None] | None = None
         self._deliver: Callable[[DiscordMessage], None] | None = None
@@ -173,7 +179,10 @@ class DiscordGateway:
             await asyncio.gather(self._gateway, return_exceptions=True)
 
     def _options(self) -> dict[str, Any]:
-        return {} if self._connector is None else {"connector": self._connector()}
+        options: dict[str, Any] = {} if self._proxy is None else {"proxy": self._proxy}
+        if self._connector is not None:
+            options["connector"] = self._connector()
+        return options
 
     def _received(self, message: DiscordMessage) -> None:
         if self._deliver is not None:

@@ -32,7 +32,8 @@ async def run_discord(app: App, agent_id: str) -> None:
         raise UsageError(TOKEN_MISSING)
     agent = app.agent(agent_id)
     logging.getLogger("discord.client").addFilter(QuietVoice())
-    platform = DiscordPlatform(settings, DiscordGateway(settings.bot_token.get_secret_value()))
+    gateway = DiscordGateway(settings.bot_token.get_secret_value(), proxy=settings.proxy)
+    platform = DiscordPlatform(settings, gateway)
     stop_on_sigterm()
     try:
         async with app.open() as framework:
