@@ -62,6 +62,8 @@ class DiscordServer:
         self.bot_id = bot_id
         self.content = content  # the portal's Message Content intent
         self.posted: list[Posted] = []
+        # enforce_nonce: what a nonce posted, for a repeat to get back.
+        self._by_nonce: dict[str, dict[str, Any]] = {}
         self.typing: list[int] = []
         self.identified: list[int] = []  # the intents of each IDENTIFY
         # Each channel's messages (REST payloads), and its server (None: a DM).
@@ -166,25 +168,33 @@ class DiscordServer:
     async def _post(self, request: web.Request) -> web.StreamResponse:
         channel_id = int(request.match_info["channel"])
         body = json.loads(await request.read())
-        self.posted.append(Posted(channel_id, body))
-        return _json(
-            {
-                "id": str(next(self._ids)),
-                "channel_id": str(channel_id),
-                "author": self.bot,
-                "content": body.get("content", ""),
-                "timestamp": dt.datetime.now(dt.UTC).isoformat(),
-                "edited_timestamp": None,
-                "tts": False,
-                "mention_everyone": False,
-                "mentions": [],
-                "mention_roles": [],
-                "attachments": [],
-                "embeds": [],
-                "pinned": False,
-                "type": 0,
-            }
-        )
+        nonce = body.get("nonce") if body.get("enforce_nonce") else None
+        with self._lock:
+            if nonce is not None and nonce in self._by_nonce:  # the first message back
+                return _json(self._by_nonce[nonce])
+            message = self._message(channel_id, body)
+            self.posted.append(Posted(channel_id, body))
+            if nonce is not None:
+                self._by_nonce[nonce] = message
+        return _json(message)
+
+    def _message(self, channel_id: int, body: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "id": str(next(self._ids)),
+            "channel_id": str(channel_id),
+            "author": self.bot,
+            "content": body.get("content", ""),
+            "timestamp": dt.datetime.now(dt.UTC).isoformat(),
+            "edited_timestamp": None,
+            "tts": False,
+            "mention_everyone": False,
+            "mentions": [],
+            "mention_roles": [],
+            "attachments": [],
+            "embeds": [],
+            "pinned": False,
+            "type": 0,
+        }
 
     async def _channel(self, request: web.Request) -> web.StreamResponse:
         channel_id = int(request.match_info["channel"])

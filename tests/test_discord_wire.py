@@ -67,6 +67,10 @@ async def test_discord_py_messages_are_answered_as_replies_that_ping_only_the_au
     assert int(first["message_reference"]["message_id"]) == dm
     mentions = [p.body["allowed_mentions"] for p in discord.posted]
     assert all(m == {"parse": [], "replied_user": True} for m in mentions), mentions
+    # Each part carries its own nonce, enforced: a repeat after a crash posts nothing.
+    nonces = [p.body["nonce"] for p in discord.posted]
+    assert all(p.body["enforce_nonce"] is True for p in discord.posted)
+    assert len(set(nonces)) == 3 and all(len(nonce) <= 25 for nonce in nonces)
     assert any(int(p.body["message_reference"]["message_id"]) == asked for p in discord.posted)
     assert DM in discord.typing and CHANNEL in discord.typing
     assert not any("lunch" in said for said in brain.asked)

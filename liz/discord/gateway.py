@@ -148,16 +148,19 @@ class DiscordGateway:
         found = await _call(_listed(history))
         return [fields_of(message, in_server=in_server) for message in found]
 
-    async def send(self, channel_id: int, text: str, *, reply_to: int | None) -> str:
+    async def send(self, channel_id: int, text: str, *, reply_to: int | None, nonce: str) -> str:
         client = await self._logged_in()
         channel = client.get_partial_messageable(channel_id)
+        # discord.py sends a nonce with enforce_nonce: a repeat gets the first message back.
         if reply_to is None:
-            sending = channel.send(text, allowed_mentions=ONLY_THE_AUTHOR)
+            sending = channel.send(text, allowed_mentions=ONLY_THE_AUTHOR, nonce=nonce)
         else:
             reference = discord.MessageReference(
                 message_id=reply_to, channel_id=channel_id, fail_if_not_exists=False
             )
-            sending = channel.send(text, reference=reference, allowed_mentions=ONLY_THE_AUTHOR)
+            sending = channel.send(
+                text, reference=reference, allowed_mentions=ONLY_THE_AUTHOR, nonce=nonce
+            )
         sent = await _call(sending)
         return str(sent.id)
 
