@@ -1,14 +1,16 @@
-"""Messages lost and doubled when ``liz telegram run`` is killed (SIGKILL) again and again.
+"""Messages lost and doubled when a chat bot (``liz telegram run``, or ``liz discord run``
+with ``--platform discord``) is killed (SIGKILL) again and again.
 
-    python bench/telegram_kills.py --rounds 20 [--postgres]
+    python bench/telegram_kills.py --rounds 20 [--postgres] [--platform discord]
 
-A steady stream of messages from several users goes to the fake Bot API while the bot
-is started, killed with SIGKILL at a random moment while it answers (after its first
-send of the run), and started again, ``--rounds`` times; then it runs until every
-message is answered. The table gives, per database, the messages sent, the ones never
-answered (the promise: none), the ones answered twice (the promise: at most the one
-part in flight per kill), and how many of those were the last send the platform took
-before a kill (all of them, when the promise holds).
+A steady stream of messages from several users goes to the fake platform (the fake Bot
+API; a fake Discord behind ``DISCORD_PROXY``) while the bot is started, killed with
+SIGKILL at a random moment while it answers (after its first send of the run), and
+started again, ``--rounds`` times; then it runs until every message is answered. The
+table gives, per database, the messages sent, the ones never answered (the promise:
+none), the ones answered twice (the promise: at most the one part in flight per kill),
+and how many of those were the last send the platform took before a kill (all of them,
+when the promise holds).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -65,8 +67,86 @@ def database(postgres: bool, folder: Path) -> Iterator[str]:
         server.cleanup()
 
 
-def run(rounds: int, postgres: bool, folder: Path, rng: random.Random) -> Figures:
-    telegram = FakeTelegram(token=TOKEN)
+class Platform(Protocol):
+    """A fake chat platform the bot runs against, and what the bench asks of it."""
+
+    name: str
+
+    def serve(self, folder: Path) -> Any:
+        """A context manager serving the fake; yields the bot's environment for it."""
+        ...
+
+    def ready(self) -> bool:
+        """Whether what people say now reaches the bot (Discord: a gateway connected)."""
+        ...
+
+    def say(self, text: str, user: int) -> None: ...
+
+    def sent(self) -> list[tuple[str, float]]:
+        """What the bot sent, oldest first, with when the fake took it (monotonic)."""
+        ...
+
+
+class Telegram:
+    name = "telegram"
+
+    def __init__(self) -> None:
+        self.fake = FakeTelegram(token=TOKEN)
+
+    @contextmanager
+    def serve(self, folder: Path) -> Iterator[dict[str, str]]:
+        with self.fake.serve() as api:
+            yield {
+                "TELEGRAM_BOT_TOKEN": TOKEN,
+                "TELEGRAM_API_URL": api,
+                "TELEGRAM_POLL_TIMEOUT": "1",
+            }
+
+    def ready(self) -> bool:
+        return True  # Telegram keeps what was said until the bot reads it
+
+    def say(self, text: str, user: int) -> None:
+        self.fake.say(text, user_id=user)
+
+    def sent(self) -> list[tuple[str, float]]:
+        return [(message.text, message.at) for message in list(self.fake.sent)]
+
+
+class Discord:
+    name = "discord"
+
+    def __init__(self) -> None:
+        from tests.discord_server import DiscordServer
+
+        self.fake = DiscordServer()
+
+    @contextmanager
+    def serve(self, folder: Path) -> Iterator[dict[str, str]]:
+        from tests.discord_server import TOKEN as DISCORD_TOKEN
+
+        with self.fake.serve_behind_proxy(folder) as (proxy, cert):
+            yield {
+                "DISCORD_BOT_TOKEN": DISCORD_TOKEN,
+                "DISCORD_PROXY": proxy,
+                "SSL_CERT_FILE": str(cert),
+                "DISCORD_POLL_TIMEOUT": "1",
+            }
+
+    def ready(self) -> bool:
+        # The gateway pushes to nobody while no bot is connected, and the first bot
+        # knows no channel to read the history of.
+        return self.fake.connected()
+
+    def say(self, text: str, user: int) -> None:
+        self.fake.say(text, user_id=user, channel_id=user)  # a direct message
+
+    def sent(self) -> list[tuple[str, float]]:
+        return [(str(posted.body.get("content")), posted.at) for posted in list(self.fake.posted)]
+
+
+def run(
+    platform: Platform, rounds: int, postgres: bool, folder: Path, rng: random.Random
+) -> Figures:
     llm = ScriptedOpenAI()
     llm.respond_with(answer)
     said: list[str] = []
@@ -75,35 +155,39 @@ def run(rounds: int, postgres: bool, folder: Path, rng: random.Random) -> Figure
     streaming.set()
 
     def stream() -> None:
+        while streaming.is_set() and not platform.ready():
+            time.sleep(0.01)
         number = 0
         while streaming.is_set():
             text = f"message {number}"
-            telegram.say(text, user_id=100 + number % 8)
+            platform.say(text, 100 + number % 8)
             said.append(text)
             number += 1
             time.sleep(0.02)
 
-    with database(postgres, folder) as url, telegram.serve() as api, llm.serve() as llm_url:
+    with (
+        database(postgres, folder) as url,
+        platform.serve(folder) as platform_env,
+        llm.serve() as llm_url,
+    ):
         env = {
             **os.environ,
-            "TELEGRAM_BOT_TOKEN": TOKEN,
-            "TELEGRAM_API_URL": api,
-            "TELEGRAM_POLL_TIMEOUT": "1",
+            **platform_env,
             "OPENAI_BASE_URL": llm_url,
             "OPENAI_API_KEY": "bench",
             "DATABASE_URL": url,
             "LIZ_LLM_MAX_RETRIES": "0",
         }
-        command = [sys.executable, "-m", "liz", "telegram", "run", "--agent", "business-advisor"]
+        command = [sys.executable, "-m", "liz", platform.name, "run", "--agent", "business-advisor"]
         log = (folder / "bot.log").open("ab")
         feeder = threading.Thread(target=stream)
         feeder.start()
         try:
             for _ in range(rounds):
-                before = len(telegram.sent)
+                before = len(platform.sent())
                 bot = subprocess.Popen(command, env=env, stdout=log, stderr=log)
                 # The kill lands while answering: after the first send of this run.
-                while len(telegram.sent) == before and bot.poll() is None:
+                while len(platform.sent()) == before and bot.poll() is None:
                     time.sleep(0.01)
                 time.sleep(rng.uniform(0.0, 2.0))
                 kills.append(time.monotonic())
@@ -117,7 +201,7 @@ def run(rounds: int, postgres: bool, folder: Path, rng: random.Random) -> Figure
             deadline = time.monotonic() + 600
             wanted = set(said)
             while time.monotonic() < deadline:
-                answered = {m.text.removeprefix("Re: ") for m in telegram.sent}
+                answered = {text.removeprefix("Re: ") for text, _ in platform.sent()}
                 if wanted <= answered:
                     break
                 time.sleep(0.2)
@@ -125,7 +209,8 @@ def run(rounds: int, postgres: bool, folder: Path, rng: random.Random) -> Figure
             bot.terminate()
             bot.wait()
             log.close()
-    return count(said, [(m.text.removeprefix("Re: "), m.at) for m in telegram.sent], kills)
+    sent = [(text.removeprefix("Re: "), at) for text, at in platform.sent()]
+    return count(said, sent, kills)
 
 
 @dataclass(frozen=True)
@@ -153,20 +238,24 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--postgres", action="store_true", help="PostgreSQL too (pgserver)")
+    parser.add_argument("--platform", choices=["telegram", "discord"], default="telegram")
     args = parser.parse_args()
     rng = random.Random(40)
     rows = []
     for postgres in [False, True] if args.postgres else [False]:
         folder = Path(tempfile.mkdtemp(prefix="liz-bench-kills-"))
-        rows.append(
-            ("PostgreSQL" if postgres else "SQLite", run(args.rounds, postgres, folder, rng))
-        )
-    print("| database | SIGKILL rounds | messages | lost | answered twice | of them in flight |")
-    print("|---|---|---|---|---|---|")
+        platform: Platform = Discord() if args.platform == "discord" else Telegram()
+        figures = run(platform, args.rounds, postgres, folder, rng)
+        rows.append(("PostgreSQL" if postgres else "SQLite", figures))
+    print(
+        "| platform | database | SIGKILL rounds | messages | lost | answered twice "
+        "| of them in flight |"
+    )
+    print("|---|---|---|---|---|---|---|")
     for name, figures in rows:
         print(
-            f"| {name} | {args.rounds} | {figures.said} | {figures.lost} | {figures.doubled} "
-            f"| {figures.in_flight} |"
+            f"| {args.platform} | {name} | {args.rounds} | {figures.said} | {figures.lost} "
+            f"| {figures.doubled} | {figures.in_flight} |"
         )
 
 

@@ -16,9 +16,10 @@ import json
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,7 @@ class Posted:
 
     channel_id: int
     body: dict[str, Any]
+    at: float = field(default_factory=time.monotonic)  # when the fake took it
 
 
 def _user(user_id: int, name: str, *, bot: bool = False) -> dict[str, Any]:
