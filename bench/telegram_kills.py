@@ -226,11 +226,16 @@ def count(said: list[str], sent: list[tuple[str, float]], kills: list[float]) ->
     counts = Counter(text for text, _ in sent)
     lost = sum(1 for text in said if counts[text] == 0)
     doubled = sum(n - 1 for n in counts.values() if n > 1)
+    # A double is the send in flight at a kill when that kill came before any later send.
+    times = sorted(at for _, at in sent)
     in_flight = 0
-    for kill in kills:
-        before = [text for text, at in sent if at <= kill]
-        if before and counts[before[-1]] > 1:
-            in_flight += 1
+    for text, n in counts.items():
+        if n < 2:
+            continue
+        first = min(at for said_text, at in sent if said_text == text)
+        kill = min((k for k in kills if k >= first), default=None)
+        if kill is not None and not any(first < at <= kill for at in times):
+            in_flight += n - 1
     return Figures(len(said), lost, doubled, in_flight)
 
 
