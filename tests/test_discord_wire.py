@@ -147,3 +147,16 @@ async def test_what_was_said_while_the_bot_was_stopped_is_read_from_history_and_
         "Re: hello",
         "Re: while stopped",
     ]
+
+
+async def test_catching_up_reads_the_whole_history_after_the_cursor(tmp_path: Path) -> None:
+    discord = DiscordServer()
+    seen = discord.say("the last one the bot saw", user_id=8, channel_id=DM)
+    missed = [discord.say(f"missed {n}", user_id=8, channel_id=DM) for n in range(250)]
+    with discord.serve(tmp_path) as connector:
+        wire = DiscordGateway(TOKEN, connector=connector)
+        try:
+            history = await wire.history(DM, seen)
+        finally:
+            await wire.close()
+    assert [message.id for message in history] == missed  # more than one page, in order

@@ -45,8 +45,6 @@ INTENT_REFUSED = (
 ONLY_THE_AUTHOR = discord.AllowedMentions(
     everyone=False, users=False, roles=False, replied_user=True
 )
-# The newest messages read per channel when catching up after a stop.
-CATCH_UP_LIMIT = 100
 _READY_SECONDS = 60.0
 
 
@@ -136,15 +134,14 @@ class DiscordGateway:
             raise ConnectorUnavailable("the Discord gateway is not ready yet")
 
     async def history(self, channel_id: int, after: int) -> list[DiscordMessage]:
-        """The channel's messages after ``after``, oldest first."""
+        """The channel's messages after ``after``, oldest first: all of them, read in
+        pages, since the cursor moves past the newest read and would skip any left."""
         client = await self._logged_in()
         channel = await _call(client.fetch_channel(channel_id))
         if not isinstance(channel, discord.abc.Messageable):
             return []
         in_server = not isinstance(channel, discord.abc.PrivateChannel)
-        history = channel.history(
-            after=discord.Object(id=after), oldest_first=True, limit=CATCH_UP_LIMIT
-        )
+        history = channel.history(after=discord.Object(id=after), oldest_first=True, limit=None)
         found = await _call(_listed(history))
         return [fields_of(message, in_server=in_server) for message in found]
 
