@@ -16,9 +16,10 @@ import json
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,7 @@ class Posted:
 
     channel_id: int
     body: dict[str, Any]
+    at: float = field(default_factory=time.monotonic)  # when the fake took it
 
 
 def _user(user_id: int, name: str, *, bot: bool = False) -> dict[str, Any]:
@@ -62,6 +64,8 @@ class DiscordServer:
         self.bot_id = bot_id
         self.content = content  # the portal's Message Content intent
         self.posted: list[Posted] = []
+        # enforce_nonce: what a nonce posted, for a repeat to get back.
+        self._by_nonce: dict[str, dict[str, Any]] = {}
         self.typing: list[int] = []
         self.identified: list[int] = []  # the intents of each IDENTIFY
         # Each channel's messages (REST payloads), and its server (None: a DM).
@@ -166,25 +170,33 @@ class DiscordServer:
     async def _post(self, request: web.Request) -> web.StreamResponse:
         channel_id = int(request.match_info["channel"])
         body = json.loads(await request.read())
-        self.posted.append(Posted(channel_id, body))
-        return _json(
-            {
-                "id": str(next(self._ids)),
-                "channel_id": str(channel_id),
-                "author": self.bot,
-                "content": body.get("content", ""),
-                "timestamp": dt.datetime.now(dt.UTC).isoformat(),
-                "edited_timestamp": None,
-                "tts": False,
-                "mention_everyone": False,
-                "mentions": [],
-                "mention_roles": [],
-                "attachments": [],
-                "embeds": [],
-                "pinned": False,
-                "type": 0,
-            }
-        )
+        nonce = body.get("nonce") if body.get("enforce_nonce") else None
+        with self._lock:
+            if nonce is not None and nonce in self._by_nonce:  # the first message back
+                return _json(self._by_nonce[nonce])
+            message = self._message(channel_id, body)
+            self.posted.append(Posted(channel_id, body))
+            if nonce is not None:
+                self._by_nonce[nonce] = message
+        return _json(message)
+
+    def _message(self, channel_id: int, body: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "id": str(next(self._ids)),
+            "channel_id": str(channel_id),
+            "author": self.bot,
+            "content": body.get("content", ""),
+            "timestamp": dt.datetime.now(dt.UTC).isoformat(),
+            "edited_timestamp": None,
+            "tts": False,
+            "mention_everyone": False,
+            "mentions": [],
+            "mention_roles": [],
+            "attachments": [],
+            "embeds": [],
+            "pinned": False,
+            "type": 0,
+        }
 
     async def _channel(self, request: web.Request) -> web.StreamResponse:
         channel_id = int(request.match_info["channel"])
@@ -285,6 +297,19 @@ class DiscordServer:
     @contextmanager
     def serve(self, directory: Path) -> Iterator[Callable[[], aiohttp.BaseConnector]]:
         """Serve over TLS in a thread; what makes connectors that reach this server."""
+        with self._serving(directory) as (port, _proxy, _cert):
+            yield lambda: aiohttp.TCPConnector(resolver=_ToHere(port), ssl=False)
+
+    @contextmanager
+    def serve_behind_proxy(self, directory: Path) -> Iterator[tuple[str, Path]]:
+        """Serve over TLS in a thread for another process: yields the URL of an HTTP
+        proxy that takes every host to this server (``DISCORD_PROXY``), and the
+        certificate to trust for discord.com and gateway.discord.gg (``SSL_CERT_FILE``)."""
+        with self._serving(directory) as (_port, proxy, cert):
+            yield proxy, cert
+
+    @contextmanager
+    def _serving(self, directory: Path) -> Iterator[tuple[int, str, Path]]:
         cert, key = _self_signed(directory)
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         context.load_cert_chain(cert, key)
@@ -294,14 +319,18 @@ class DiscordServer:
         loop = asyncio.new_event_loop()
         runner = web.AppRunner(self.app())
         started = threading.Event()
+        proxy_port: list[int] = []
 
         def run() -> None:
             asyncio.set_event_loop(loop)
             loop.run_until_complete(runner.setup())
             site = web.TCPSite(runner, "127.0.0.1", port, ssl_context=context)
             loop.run_until_complete(site.start())
+            proxy = loop.run_until_complete(asyncio.start_server(_tunnel_to(port), "127.0.0.1", 0))
+            proxy_port.append(int(proxy.sockets[0].getsockname()[1]))
             started.set()
             loop.run_forever()
+            proxy.close()
             loop.run_until_complete(runner.cleanup())
             loop.close()
 
@@ -310,10 +339,38 @@ class DiscordServer:
         if not started.wait(20):
             raise RuntimeError("the fake Discord did not start")
         try:
-            yield lambda: aiohttp.TCPConnector(resolver=_ToHere(port), ssl=False)
+            yield port, f"http://127.0.0.1:{proxy_port[0]}", cert
         finally:
             loop.call_soon_threadsafe(loop.stop)
             thread.join(timeout=10)
+
+
+def _tunnel_to(port: int) -> Callable[[asyncio.StreamReader, asyncio.StreamWriter], Any]:
+    """An HTTP proxy's CONNECT, for any host: the tunnel leads to the fake's own port."""
+
+    async def tunnel(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await reader.readuntil(b"\r\n\r\n")  # CONNECT discord.com:443 HTTP/1.1 ...
+            upstream_reader, upstream_writer = await asyncio.open_connection("127.0.0.1", port)
+        except (OSError, asyncio.IncompleteReadError):
+            writer.close()
+            return
+        writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        await writer.drain()
+        await asyncio.gather(
+            _pipe(reader, upstream_writer), _pipe(upstream_reader, writer), return_exceptions=True
+        )
+
+    return tunnel
+
+
+async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        while chunk := await reader.read(65536):
+            writer.write(chunk)
+            await writer.drain()
+    finally:
+        writer.close()
 
 
 def _json(data: object, *, status: int = 200) -> web.Response:
@@ -358,6 +415,12 @@ def _self_signed(directory: Path) -> tuple[Path, Path]:
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - dt.timedelta(days=1))
         .not_valid_after(now + dt.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.DNSName("discord.com"), x509.DNSName("gateway.discord.gg")]
+            ),
+            critical=False,
+        )
         .sign(key, hashes.SHA256())
     )
     cert_path, key_path = directory / "discord.pem", directory / "discord.key"

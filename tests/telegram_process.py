@@ -64,15 +64,21 @@ def bot_env(api_url: str, llm_url: str, database_url: str, **extra: str) -> dict
 
 
 class BotProcess:
-    """One ``liz telegram run`` process and its log."""
+    """One ``liz telegram run`` (or ``liz discord run``) process and its log."""
 
     def __init__(
-        self, env: dict[str, str], cwd: Path, name: str, args: tuple[str, ...] = ()
+        self,
+        env: dict[str, str],
+        cwd: Path,
+        name: str,
+        args: tuple[str, ...] = (),
+        platform: str = "telegram",
     ) -> None:
+        self.platform = platform
         self.log_path = cwd / f"{name}.log"
         self._log = self.log_path.open("wb")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "liz", "telegram", "run", "--agent", "business-advisor", *args],
+            [sys.executable, "-m", "liz", platform, "run", "--agent", "business-advisor", *args],
             cwd=cwd,
             env={**os.environ, **env},
             stdout=self._log,
@@ -87,7 +93,7 @@ class BotProcess:
         deadline = time.monotonic() + timeout
         while text not in self.log:
             if self.process.poll() is not None:
-                raise RuntimeError(f"liz telegram run exited:\n{self.log}")
+                raise RuntimeError(f"liz {self.platform} run exited:\n{self.log}")
             if time.monotonic() > deadline:
                 raise RuntimeError(f"no {text!r} in the log:\n{self.log}")
             time.sleep(0.05)
@@ -112,9 +118,13 @@ class BotProcess:
 
 @contextmanager
 def running_bot(
-    env: dict[str, str], cwd: Path, name: str = "bot", args: tuple[str, ...] = ()
+    env: dict[str, str],
+    cwd: Path,
+    name: str = "bot",
+    args: tuple[str, ...] = (),
+    platform: str = "telegram",
 ) -> Iterator[BotProcess]:
-    bot = BotProcess(env, cwd, name, args)
+    bot = BotProcess(env, cwd, name, args, platform)
     try:
         yield bot
     finally:

@@ -141,6 +141,24 @@ async def test_messages_sent_while_the_bot_was_stopped_are_answered_once_at_star
     assert len(discord.sent) == 5
 
 
+async def test_a_part_whose_answer_was_lost_is_sent_again_and_posted_once(
+    framework: AgentFramework,
+    agent: BaseAgent,
+    scripted: ScriptedOpenAI,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    scripted.respond_with(Brain())
+    discord = FakeDiscord()
+    discord.answers_lost = 1  # Discord posts the part; the bot hears a reset connection
+    with caplog.at_level(logging.WARNING, logger="liz.connectors.outbox"):
+        async with running(framework, agent, discord):
+            said = discord.say("hello", user_id=7)
+            await until(lambda: "may have been sent" in caplog.text, "the part sent again")
+            discord.say("and then?", user_id=7)
+            await until(lambda: answers(discord, "and then?") == 1, "the next answer")
+    assert discord.sent_to(said.channel_id) == ["Re: hello", "Re: and then?"]
+
+
 async def test_an_llm_outage_keeps_the_message_until_the_llm_is_back(
     framework: AgentFramework,
     agent: BaseAgent,

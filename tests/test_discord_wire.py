@@ -67,6 +67,10 @@ async def test_discord_py_messages_are_answered_as_replies_that_ping_only_the_au
     assert int(first["message_reference"]["message_id"]) == dm
     mentions = [p.body["allowed_mentions"] for p in discord.posted]
     assert all(m == {"parse": [], "replied_user": True} for m in mentions), mentions
+    # Each part carries its own nonce, enforced: a repeat after a crash posts nothing.
+    nonces = [p.body["nonce"] for p in discord.posted]
+    assert all(p.body["enforce_nonce"] is True for p in discord.posted)
+    assert len(set(nonces)) == 3 and all(len(nonce) <= 25 for nonce in nonces)
     assert any(int(p.body["message_reference"]["message_id"]) == asked for p in discord.posted)
     assert DM in discord.typing and CHANNEL in discord.typing
     assert not any("lunch" in said for said in brain.asked)
@@ -143,3 +147,16 @@ async def test_what_was_said_while_the_bot_was_stopped_is_read_from_history_and_
         "Re: hello",
         "Re: while stopped",
     ]
+
+
+async def test_catching_up_reads_the_whole_history_after_the_cursor(tmp_path: Path) -> None:
+    discord = DiscordServer()
+    seen = discord.say("the last one the bot saw", user_id=8, channel_id=DM)
+    missed = [discord.say(f"missed {n}", user_id=8, channel_id=DM) for n in range(250)]
+    with discord.serve(tmp_path) as connector:
+        wire = DiscordGateway(TOKEN, connector=connector)
+        try:
+            history = await wire.history(DM, seen)
+        finally:
+            await wire.close()
+    assert [message.id for message in history] == missed  # more than one page, in order

@@ -1,11 +1,14 @@
 """Sending: a reply is planned in the turn's own transaction, then sent part by part.
 
 The platform and the database share no transaction. A part's row notes when its
-send call began before the call is made, and is marked sent after. A chat
-platform cannot be asked whether it took a message (a bot cannot read its own
-chat history), so a part whose call began and was never marked sent is sent
-again at the next start: the one part in flight when the process died may arrive
-twice. Every other part is sent exactly once, and none is lost.
+send call began before the call is made, and is marked sent as soon as the answer
+is back. Parts are sent one at a time, so at most one is ever between the two.
+Telegram cannot be asked whether it took a message (a bot cannot read its own
+chat history), so a part whose call began and was never marked sent is sent again:
+the one part in flight when the process died (or whose answer was lost) may arrive
+twice. Each attempt at a part carries the same key, by which a platform that can
+(Discord's nonce) recognises the repeat and posts nothing. Every other part is
+sent exactly once, and none is lost.
 """
 
 from __future__ import annotations
@@ -136,7 +139,8 @@ async def send_unsent(
 async def _send_and_note(
     platform: ChatPlatform, engine: AsyncEngine, row: ConnectorOutboxRecord
 ) -> str:
-    message_id = await platform.send(row.chat_id, row.text, reply_to=row.reply_to)
+    key = f"{row.message_key}:{row.position}"
+    message_id = await platform.send(row.chat_id, row.text, reply_to=row.reply_to, key=key)
     await _mark(engine, _MARK_DONE, SENT, message_id, row.bot_key, row.message_key, row.position)
     return message_id
 

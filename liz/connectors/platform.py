@@ -63,8 +63,13 @@ class ChatPlatform(Protocol):
         """The messages after the cursor ``after`` (waiting a while for one to come)."""
         ...
 
-    async def send(self, chat_id: str, text: str, *, reply_to: str | None) -> str:
-        """Send one part of a reply; the platform's id for the message sent."""
+    async def send(self, chat_id: str, text: str, *, reply_to: str | None, key: str) -> str:
+        """Send one part of a reply; the platform's id for the message sent.
+
+        ``key`` is the same at every attempt at this part and differs between parts: a
+        platform that recognises a repeat by it (Discord's nonce) posts the part once,
+        however often it is sent.
+        """
         ...
 
     async def typing(self, chat_id: str) -> None:

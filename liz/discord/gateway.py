@@ -45,8 +45,6 @@ INTENT_REFUSED = (
 ONLY_THE_AUTHOR = discord.AllowedMentions(
     everyone=False, users=False, roles=False, replied_user=True
 )
-# The newest messages read per channel when catching up after a stop.
-CATCH_UP_LIMIT = 100
 _READY_SECONDS = 60.0
 
 
@@ -87,12 +85,18 @@ class DiscordGateway:
     """
 
     def __init__(
-        self, token: str, *, connector: Callable[[], aiohttp.BaseConnector] | None = None
+        self,
+        token: str,
+        *,
+        connector: Callable[[], aiohttp.BaseConnector] | None = None,
+        proxy: str | None = None,
     ) -> None:
         """``connector`` makes each client's aiohttp connector (tests reach a fake
-        Discord through one); by default, discord.py's own."""
+        Discord through one); by default, discord.py's own. ``proxy``: an HTTP proxy
+        for every call, REST and gateway."""
         self._token = token
         self._connector = connector
+        self._proxy = proxy
         self._client: _Gateway | None = None
         self._gateway: asyncio.Task[None] | None = None
         self._deliver: Callable[[DiscordMessage], None] | None = None
@@ -130,28 +134,30 @@ class DiscordGateway:
             raise ConnectorUnavailable("the Discord gateway is not ready yet")
 
     async def history(self, channel_id: int, after: int) -> list[DiscordMessage]:
-        """The channel's messages after ``after``, oldest first."""
+        """The channel's messages after ``after``, oldest first: all of them, read in
+        pages, since the cursor moves past the newest read and would skip any left."""
         client = await self._logged_in()
         channel = await _call(client.fetch_channel(channel_id))
         if not isinstance(channel, discord.abc.Messageable):
             return []
         in_server = not isinstance(channel, discord.abc.PrivateChannel)
-        history = channel.history(
-            after=discord.Object(id=after), oldest_first=True, limit=CATCH_UP_LIMIT
-        )
+        history = channel.history(after=discord.Object(id=after), oldest_first=True, limit=None)
         found = await _call(_listed(history))
         return [fields_of(message, in_server=in_server) for message in found]
 
-    async def send(self, channel_id: int, text: str, *, reply_to: int | None) -> str:
+    async def send(self, channel_id: int, text: str, *, reply_to: int | None, nonce: str) -> str:
         client = await self._logged_in()
         channel = client.get_partial_messageable(channel_id)
+        # discord.py sends a nonce with enforce_nonce: a repeat gets the first message back.
         if reply_to is None:
-            sending = channel.send(text, allowed_mentions=ONLY_THE_AUTHOR)
+            sending = channel.send(text, allowed_mentions=ONLY_THE_AUTHOR, nonce=nonce)
         else:
             reference = discord.MessageReference(
                 message_id=reply_to, channel_id=channel_id, fail_if_not_exists=False
             )
-            sending = channel.send(text, reference=reference, allowed_mentions=ONLY_THE_AUTHOR)
+            sending = channel.send(
+                text, reference=reference, allowed_mentions=ONLY_THE_AUTHOR, nonce=nonce
+            )
         sent = await _call(sending)
         return str(sent.id)
 
@@ -173,7 +179,10 @@ class DiscordGateway:
             await asyncio.gather(self._gateway, return_exceptions=True)
 
     def _options(self) -> dict[str, Any]:
-        return {} if self._connector is None else {"connector": self._connector()}
+        options: dict[str, Any] = {} if self._proxy is None else {"proxy": self._proxy}
+        if self._connector is not None:
+            options["connector"] = self._connector()
+        return options
 
     def _received(self, message: DiscordMessage) -> None:
         if self._deliver is not None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,6 +36,8 @@ from liz.discord.messages import (
 from liz.discord.settings import DiscordSettings
 
 logger = logging.getLogger(__name__)
+
+NONCE_LENGTH = 25  # the longest nonce Discord takes
 
 TOKEN_MISSING = (
     "no Discord bot token: set DISCORD_BOT_TOKEN to the token of your application's bot "
@@ -66,8 +69,10 @@ class DiscordWire(Protocol):
         """The channel's messages after the message id ``after``, oldest first."""
         ...
 
-    async def send(self, channel_id: int, text: str, *, reply_to: int | None) -> str:
-        """Send ``text`` as a reply to ``reply_to``; the id of the message sent."""
+    async def send(self, channel_id: int, text: str, *, reply_to: int | None, nonce: str) -> str:
+        """Send ``text`` as a reply to ``reply_to``; the id of the message sent. A second
+        send with the same ``nonce`` within minutes gets the first message back, and
+        posts nothing (Discord's ``enforce_nonce``)."""
         ...
 
     async def typing(self, channel_id: int) -> None: ...
@@ -128,9 +133,9 @@ class DiscordPlatform:
         found = [to_answer(message, me, allowed_users=allowed) for message in read]
         return Batch(position=position, messages=[m for m in found if m is not None])
 
-    async def send(self, chat_id: str, text: str, *, reply_to: str | None) -> str:
+    async def send(self, chat_id: str, text: str, *, reply_to: str | None, key: str) -> str:
         quoted = None if reply_to is None else int(reply_to)
-        return await self._wire.send(int(chat_id), text, reply_to=quoted)
+        return await self._wire.send(int(chat_id), text, reply_to=quoted, nonce=nonce_of(key))
 
     async def typing(self, chat_id: str) -> None:
         await self._wire.typing(int(chat_id))
@@ -156,6 +161,12 @@ class DiscordPlatform:
         if missed:
             logger.info("discord: %d message(s) arrived while the bot was stopped", len(missed))
         return missed
+
+
+def nonce_of(key: str) -> str:
+    """The nonce of a reply's part: the same at every attempt, and within the 25
+    characters Discord takes."""
+    return hashlib.sha256(key.encode()).hexdigest()[:NONCE_LENGTH]
 
 
 def _unique(messages: list[DiscordMessage]) -> list[DiscordMessage]:

@@ -35,6 +35,6 @@ async def run_discord(app: App, agent_id: str) -> None:
 
     def platform_for(agent: BaseAgent) -> DiscordPlatform:
         logging.getLogger("discord.client").addFilter(QuietVoice())
-        return DiscordPlatform(settings, DiscordGateway(token))
+        return DiscordPlatform(settings, DiscordGateway(token, proxy=settings.proxy))
 
     await run_chat_bot(app, agent_id, source=InputSource.DISCORD, platform_for=platform_for)

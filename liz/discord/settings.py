@@ -22,3 +22,6 @@ class DiscordSettings(BaseSettings):
     allowed_users: AllowedUsers = Field(default_factory=list)
     # How long one read waits for a message from the gateway, in seconds.
     poll_timeout: float = Field(default=5.0, gt=0, le=60)
+    # An HTTP proxy every call to Discord goes through, REST and gateway alike
+    # (``http://host:port``); None: straight to Discord.
+    proxy: str | None = None

@@ -109,7 +109,8 @@ class TelegramPlatform:
                 messages.append(found)
         return Batch(position=str(max(update.update_id for update in updates)), messages=messages)
 
-    async def send(self, chat_id: str, text: str, *, reply_to: str | None) -> str:
+    async def send(self, chat_id: str, text: str, *, reply_to: str | None, key: str) -> str:
+        # The Bot API has no way to recognise a repeat: ``key`` goes unused.
         quoted = (
             None
             if reply_to is None

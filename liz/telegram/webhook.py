@@ -77,8 +77,8 @@ class _WokenByWebhook:
         self._webhook.arrived.clear()
         return Batch(position=None)
 
-    async def send(self, chat_id: str, text: str, *, reply_to: str | None) -> str:
-        return await self._platform.send(chat_id, text, reply_to=reply_to)
+    async def send(self, chat_id: str, text: str, *, reply_to: str | None, key: str) -> str:
+        return await self._platform.send(chat_id, text, reply_to=reply_to, key=key)
 
     async def typing(self, chat_id: str) -> None:
         await self._platform.typing(chat_id)

@@ -4,7 +4,8 @@
 it keeps every channel's history, pushes a message said while the bot's gateway is
 connected (never one said while it is not, as Discord's gateway), answers history
 reads after a message id, and records what the bot sent and where it showed
-"typing". Like Discord, it refuses a message over 2,000 characters.
+"typing". Like Discord, it refuses a message over 2,000 characters, and a send with
+a nonce it saw gets the first message back and posts nothing (``enforce_nonce``).
 
 Example::
 
@@ -22,7 +23,7 @@ import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from liz.connectors.errors import ConnectorAuthError, ConnectorRejected
+from liz.connectors.errors import ConnectorAuthError, ConnectorRejected, ConnectorUnavailable
 from liz.connectors.platform import BotIdentity
 from liz.discord.messages import MAX_MESSAGE_LENGTH, DiscordMessage
 from liz.discord.platform import Login
@@ -60,6 +61,9 @@ class FakeDiscord:
         self.connections = 0  # gateway connections made
         self._deliver: Callable[[DiscordMessage], None] | None = None
         self._ids = itertools.count(10_000_000)
+        self._by_nonce: dict[str, SentMessage] = {}
+        # Sends whose answer is lost: Discord posts the message, the bot hears an error.
+        self.answers_lost = 0
 
     def say(
         self,
@@ -116,11 +120,17 @@ class FakeDiscord:
     async def history(self, channel_id: int, after: int) -> list[DiscordMessage]:
         return [message for message in self.channels.get(channel_id, []) if message.id > after]
 
-    async def send(self, channel_id: int, text: str, *, reply_to: int | None) -> str:
+    async def send(self, channel_id: int, text: str, *, reply_to: int | None, nonce: str) -> str:
         if len(text) > MAX_MESSAGE_LENGTH:
             raise ConnectorRejected("Discord refused the call: 400 Bad Request (content too long)")
+        if nonce in self._by_nonce:  # enforce_nonce: the first message back, nothing posted
+            return str(self._by_nonce[nonce].message_id)
         sent = SentMessage(channel_id, text, next(self._ids), reply_to)
         self.sent.append(sent)
+        self._by_nonce[nonce] = sent
+        if self.answers_lost:
+            self.answers_lost -= 1
+            raise ConnectorUnavailable("cannot reach Discord: the connection was reset")
         return str(sent.message_id)
 
     async def typing(self, channel_id: int) -> None:

@@ -55,6 +55,7 @@ class SentMessage:
     message_id: int
     reply_to: int | None
     content_type: str  # the request body's form: application/json, multipart/form-data...
+    at: float = field(default_factory=time.monotonic)  # when the fake took it
 
 
 @dataclass

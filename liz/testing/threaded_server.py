@@ -20,7 +20,9 @@ def serve_in_thread(app: ASGIApp, *, name: str = "liz-test-server") -> Iterator[
 
     On exit the server stops and the port is closed.
     """
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # IPPROTO_TCP named: asyncio turns Nagle off only on sockets that say TCP, and with
+    # Nagle on, each answer on a kept-alive connection waits for the client's delayed ACK.
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     listener.bind(("127.0.0.1", 0))
     port = listener.getsockname()[1]
     # log_config=None: a test double must not reconfigure the process's logging.
