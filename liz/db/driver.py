@@ -1,5 +1,9 @@
 """The few statements every turn runs, sent straight to the driver (aiosqlite or asyncpg).
 
+Each is written once, as SQLAlchemy Core on the mapped tables, and compiled once for
+each driver (:class:`Statement`); its values and result columns are converted by the
+columns' own types, as a session converts them (liz.db.types).
+
 Through a SQLAlchemy session a statement costs the session's and the result's
 bookkeeping on top of its hop to SQLite's thread (liz._compat), and a
 transaction two hops more (``BEGIN``, ``COMMIT``). Here a statement costs one hop, or
