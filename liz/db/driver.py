@@ -67,11 +67,6 @@ class Compiled:
             columns=tuple(_processor(column.type, dialect) for column in selected),
         )
 
-    @property
-    def names(self) -> frozenset[str]:
-        """The parameters given when the statement runs."""
-        return frozenset(name for name, _ in self.slots if name not in self.constants)
-
     def parameters(self, values: Mapping[str, Any]) -> list[Any]:
         if self.constants:
             values = {**self.constants, **values}
@@ -95,10 +90,7 @@ class Compiled:
 
 def _processor(type_: Any, dialect: Dialect, *, bind: bool = False) -> Processor | None:
     typed = type_.dialect_impl(dialect)
-    found: Processor | None = (
-        typed.bind_processor(dialect) if bind else typed.result_processor(dialect, None)
-    )
-    return found
+    return typed.bind_processor(dialect) if bind else typed.result_processor(dialect, None)  # type: ignore[no-any-return]
 
 
 _SQLITE = sqlite_dialect(paramstyle="qmark")
@@ -113,9 +105,8 @@ class Statement:
         self.core = core
         self.sqlite = Compiled.of(core, _SQLITE)
         self.postgres = Compiled.of(core, _POSTGRES)
-        self.names = self.sqlite.names
-        if self.names != self.postgres.names:
-            raise TypeError(f"{core} has other parameters on PostgreSQL than on SQLite")
+        # What is given when it runs: every parameter but the statement's own values.
+        self.names = {name for name, _ in self.sqlite.slots} - self.sqlite.constants.keys()
 
     def bind(self, **values: Any) -> Bound:
         """This statement with its parameters, to run later (:meth:`Driver.commit`)."""
