@@ -76,16 +76,16 @@ class Compiled:
         ]
 
     def rows(self, rows: Sequence[Sequence[Any]]) -> Sequence[Sequence[Any]]:
-        if not any(self.columns):
+        converted = [(index, convert) for index, convert in enumerate(self.columns) if convert]
+        if not converted:
             return rows
-        columns = self.columns
-        return [
-            [
-                value if convert is None else convert(value)
-                for value, convert in zip(row, columns, strict=True)
-            ]
-            for row in rows
-        ]
+        found = []
+        for row in rows:
+            values = list(row)
+            for index, convert in converted:
+                values[index] = convert(values[index])
+            found.append(values)
+        return found
 
 
 def _processor(type_: Any, dialect: Dialect, *, bind: bool = False) -> Processor | None:
