@@ -18,16 +18,15 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import (
-    ColumnElement,
     Delete,
     Integer,
+    ScalarSelect,
     Select,
     Text,
     and_,
     bindparam,
     case,
     delete,
-    exists,
     func,
     insert,
     or_,
@@ -64,18 +63,14 @@ class Backlog:
         return max((now - self.oldest_pending_at).total_seconds(), 0.0)
 
 
-def _is_head(job: type[Job]) -> ColumnElement[bool]:
-    """Whether ``job`` (the table, or an alias of it) is the head of its user's queue:
-    pending, with no earlier pending job of the same user."""
+def _head_of(agent: Any, user: Any) -> ScalarSelect[int]:
+    """The head of a user's queue (``agent``, ``user``: values, or a row's columns): the
+    id of their earliest pending job."""
     earlier = aliased(Job)
-    return and_(
-        job.status == PENDING,
-        ~exists().where(
-            earlier.agent_id == job.agent_id,
-            earlier.user_id == job.user_id,
-            earlier.status == PENDING,
-            earlier.id < job.id,
-        ),
+    return (
+        select(func.min(earlier.id))
+        .where(earlier.agent_id == agent, earlier.user_id == user, earlier.status == PENDING)
+        .scalar_subquery()
     )
 
 
@@ -87,8 +82,9 @@ def _heads(*, of_messages: bool) -> Select[Job]:
     return (
         select(Job)
         .where(
-            _is_head(Job),
+            Job.status == PENDING,
             or_(Job.claimed_until.is_(None), Job.claimed_until < now),
+            Job.id == _head_of(Job.agent_id, Job.user_id),
             ready if ready is not None else Job.next_attempt_at <= now,
         )
         .order_by(Job.id)
@@ -175,7 +171,7 @@ def _reply_came() -> Statement:
                 and_(
                     rows.attempts == 0,
                     rows.reply_memory_id.is_not(None),
-                    or_(_is_head(rows), batch_waiting),
+                    or_(rows.id == _head_of(agent, user), batch_waiting),
                 ),
             ),
         )
