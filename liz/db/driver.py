@@ -76,9 +76,9 @@ class Compiled:
         ]
 
     def rows(self, rows: Sequence[Sequence[Any]]) -> Sequence[Sequence[Any]]:
-        converted = [(index, convert) for index, convert in enumerate(self.columns) if convert]
-        if not converted:
+        if not any(self.columns):
             return rows
+        converted = [(index, convert) for index, convert in enumerate(self.columns) if convert]
         found = []
         for row in rows:
             values = list(row)

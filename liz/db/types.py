@@ -53,9 +53,11 @@ class UTCDateTime(TypeDecorator[datetime]):
         """A stored date and time (epoch ms, a text form, a datetime) as aware UTC."""
         if value is None:
             return None
+        if isinstance(value, datetime):
+            return value if value.tzinfo is UTC else _as_utc(value)  # PostgreSQL's: UTC already
         if isinstance(value, int | float):
             return datetime.fromtimestamp(value / 1000, UTC)
-        return _as_utc(value if isinstance(value, datetime) else _parse_text_datetime(str(value)))
+        return _as_utc(_parse_text_datetime(str(value)))
 
 
 def _as_utc(value: datetime) -> datetime:
