@@ -24,7 +24,7 @@ from typing import Any
 from liz.db.driver import Bound, connect
 from liz.db.memories import insert_statement, memory_stored, store_memory
 from liz.db.usage import usage_statements
-from liz.learning_queue import turn_jobs
+from liz.learning_queue import jobs
 from liz.pipeline import AgentRequest, AgentResponse
 from liz.types import Generator, InputSource, Memory, Next
 
@@ -47,7 +47,7 @@ async def create_memory(req: AgentRequest, res: AgentResponse, next: Next) -> No
     elif learn:
         # Until the turn ends the reply may still come; after a crash it never will.
         wait = timedelta(seconds=req.runtime.learning.settings.reply_wait_seconds)
-        queued = turn_jobs.enqueue_statement(said, req.agent.name, due=said.created_at + wait)
+        queued = jobs.enqueue_statement(said, req.agent.name, due=said.created_at + wait)
         async with connect(engine) as db:
             await db.commit(insert_statement(said), queued)
     elif not req.dry_run:
@@ -101,9 +101,9 @@ def _learnable(req: AgentRequest) -> bool:
 
 def _turn_over(req: AgentRequest, said: Memory, reply_id: str | None) -> Bound:
     """The statement making the turn's job (and the user's burst) due: see
-    ``turn_jobs.reply_came_statement``."""
+    ``jobs.reply_came_statement``."""
     settings = req.runtime.learning.settings
-    return turn_jobs.reply_came_statement(
+    return jobs.reply_came_statement(
         said,
         reply_id,
         req.runtime.clock.now(),

@@ -10,12 +10,15 @@ import logging
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from sqlalchemy import bindparam, column, delete, func, select, table, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from liz.db.driver import Driver, Statement, connect
 from liz.db.memories import insert_statement
-from liz.db.usage import usage_statements
-from liz.learning_queue import turn_jobs
+from liz.db.tables import MemoryRecord
+from liz.db.usage import UsageRecord, usage_statements
+from liz.learning_queue import jobs
+from liz.learning_queue.tables import LearningJobRecord
 from liz.observe.usage import CallUsage
 from liz.types import Memory
 from tests.fixtures.db import postgres_database_url
@@ -25,15 +28,25 @@ database_url = pytest.fixture(postgres_database_url, name="database_url")
 NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 AGENT, USER = "ada-bot", "ann"
 EMBED = [CallUsage("embeddings", "scripted-embedding", "embed", 7, 0)]
-_HEAD_ID = Statement.of('SELECT min("id") FROM "LearningJob" WHERE "userId" = {}')
-_LEARNED = Statement.of('DELETE FROM "LearningJob" WHERE "id" = {}')
-_WAITING_FOR_A_LOCK = Statement.of(
-    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-    "AND wait_event_type = 'Lock'"
+_HEAD_ID = Statement(
+    select(func.min(LearningJobRecord.id)).where(LearningJobRecord.user_id == bindparam("user"))
 )
-_SET = Statement.of('UPDATE "Memory" SET "content" = {} WHERE "id" = {}')
-_CONTENT = Statement.of('SELECT "content" FROM "Memory" WHERE "id" = {}')
-_USAGE_CALLS = Statement.of('SELECT sum("calls") FROM "Usage" WHERE "userId" = {}')
+_LEARNED = Statement(delete(LearningJobRecord).where(LearningJobRecord.id == bindparam("id")))
+_ACTIVITY = table("pg_stat_activity", column("datname"), column("wait_event_type"))
+_WAITING_FOR_A_LOCK = Statement(
+    select(func.count()).where(
+        _ACTIVITY.c.datname == func.current_database(), _ACTIVITY.c.wait_event_type == "Lock"
+    )
+)
+_SET = Statement(
+    update(MemoryRecord)
+    .where(MemoryRecord.id == bindparam("id"))
+    .values(content=bindparam("content"))
+)
+_CONTENT = Statement(select(MemoryRecord.content).where(MemoryRecord.id == bindparam("id")))
+_USAGE_CALLS = Statement(
+    select(func.sum(UsageRecord.calls)).where(UsageRecord.user_id == bindparam("user"))
+)
 
 
 def said(text: str, at: datetime, generator: str = "external") -> Memory:
@@ -64,30 +77,30 @@ async def test_a_reply_and_a_learning_job_interleaved_as_in_the_deadlock_both_co
     async with connect(engine) as db:
         await db.commit(
             insert_statement(first),
-            turn_jobs.enqueue_statement(first, "Ada", due=NOW),
+            jobs.enqueue_statement(first, "Ada", due=NOW),
             *usage_statements(EMBED, agent_id=AGENT, user_id=USER, at=NOW),  # the day's row
         )
         first_reply = said("Noted.", NOW, "llm")
         await db.commit(
             insert_statement(first_reply),
-            turn_jobs.reply_came_statement(first, first_reply.id, NOW, idle_seconds=0, batch=16),
+            jobs.reply_came_statement(first, first_reply.id, NOW, idle_seconds=0, batch=16),
         )
         await db.commit(
             insert_statement(second),
-            turn_jobs.enqueue_statement(second, "Ada", due=NOW + timedelta(1)),
+            jobs.enqueue_statement(second, "Ada", due=NOW + timedelta(1)),
         )
-        ((head,),) = await db.fetch(_HEAD_ID, USER)
+        ((head,),) = await db.fetch(_HEAD_ID, user=USER)
     reply = said("Noted.", NOW + timedelta(1), "llm")
     async with connect(engine) as learning, connect(engine) as turn, connect(engine) as watcher:
         # The learning job deletes the head's row in its transaction (its facts are
         # written), and has yet to add the tokens it spent.
         await learning.connection.execute("BEGIN")
-        await learning.execute(_LEARNED, head)
+        await learning.execute(_LEARNED, id=head)
         # The turn stores its reply: the head's row waits for the learning job.
         replied = asyncio.create_task(
             turn.commit(
                 insert_statement(reply),
-                turn_jobs.reply_came_statement(
+                jobs.reply_came_statement(
                     second, reply.id, NOW + timedelta(1), idle_seconds=0, batch=16
                 ),
                 *usage_statements(EMBED, agent_id=AGENT, user_id=USER, at=NOW),
@@ -96,11 +109,11 @@ async def test_a_reply_and_a_learning_job_interleaved_as_in_the_deadlock_both_co
         await wait_until_one_waits_for_a_lock(watcher)
         # The learning job's own usage row: the reply must not hold it while it waits.
         for statement in usage_statements(EMBED, agent_id=AGENT, user_id=USER, at=NOW):
-            await learning.execute(statement.statement, *statement.parameters)
+            await learning.execute(statement.statement, **statement.values)
         await learning.connection.execute("COMMIT")
         await replied  # no deadlock: the reply is stored
-        ((calls,),) = await watcher.fetch(_USAGE_CALLS, USER)
-        (stored,) = await watcher.fetch(_CONTENT, reply.id)
+        ((calls,),) = await watcher.fetch(_USAGE_CALLS, user=USER)
+        (stored,) = await watcher.fetch(_CONTENT, id=reply.id)
     assert int(calls) == 3  # the first turn's, the learning job's, the reply's
     assert json.loads(stored[0]) == {"text": "Noted."}
 
@@ -114,20 +127,21 @@ async def test_a_deadlock_that_still_happens_is_run_again_and_never_reaches_the_
         await db.commit(insert_statement(one), insert_statement(two))
     async with connect(engine) as other, connect(engine) as turn, connect(engine) as watcher:
         await other.connection.execute("BEGIN")
-        await other.execute(_SET, '{"text": "other"}', one.id)
+        await other.execute(_SET, content='{"text": "other"}', id=one.id)
         # The turn's write takes two first, then waits for one...
         written = asyncio.create_task(
             turn.commit(
-                _SET.bind('{"text": "turn"}', two.id), _SET.bind('{"text": "turn"}', one.id)
+                _SET.bind(content='{"text": "turn"}', id=two.id),
+                _SET.bind(content='{"text": "turn"}', id=one.id),
             )
         )
         await wait_until_one_waits_for_a_lock(watcher)
         # ...which the other holds while it asks for two: a real deadlock. PostgreSQL
         # ends the transaction that waited first, the turn's; it runs again.
-        await other.execute(_SET, '{"text": "other"}', two.id)
+        await other.execute(_SET, content='{"text": "other"}', id=two.id)
         await other.connection.execute("COMMIT")
         await written  # the caller never sees the deadlock
-        contents = [(await watcher.fetch(_CONTENT, m.id))[0][0] for m in (one, two)]
+        contents = [(await watcher.fetch(_CONTENT, id=m.id))[0][0] for m in (one, two)]
     assert [json.loads(content) for content in contents] == [{"text": "turn"}] * 2
     (retried,) = [r.getMessage() for r in caplog.records if r.name == "liz.db.conflicts"]
     assert "collided with another" in retried and "deadlock detected" in retried

@@ -8,6 +8,7 @@ import contextlib
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
+from sqlalchemy import bindparam, literal, select
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
@@ -18,6 +19,7 @@ from sqlalchemy.ext.asyncio import (
 
 from liz.db.driver import Statement, connect
 from liz.db.memories import count_memories, insert_statement, recent_memories, store_memory
+from liz.db.tables import MemoryRecord
 from liz.db.url import normalize_database_url
 from liz.types import Memory
 
@@ -36,10 +38,21 @@ def memory(text: str, at: datetime) -> Memory:
     )
 
 
-def test_a_statement_is_written_in_each_drivers_parameter_style() -> None:
-    statement = Statement.of('SELECT "id" FROM "Memory" WHERE "userId" = {} LIMIT {}')
-    assert statement.sqlite == 'SELECT "id" FROM "Memory" WHERE "userId" = ? LIMIT ?'
-    assert statement.postgres == 'SELECT "id" FROM "Memory" WHERE "userId" = $1 LIMIT $2'
+def test_a_statement_is_compiled_in_each_drivers_parameter_style() -> None:
+    statement = Statement(
+        select(MemoryRecord.id)
+        .where(MemoryRecord.user_id == bindparam("user"), MemoryRecord.agent_id != "")
+        .limit(bindparam("most"))
+    )
+    assert '"userId" = ? AND' in statement.sqlite.sql
+    assert '"userId" = $1::VARCHAR AND' in statement.postgres.sql
+    assert statement.names == {"user", "most"}  # the empty string is the statement's own
+
+
+def test_a_statement_given_the_wrong_parameters_says_which() -> None:
+    statement = Statement(select(MemoryRecord.id).where(MemoryRecord.id == bindparam("id")))
+    with pytest.raises(TypeError, match=r"missing \['id'\], unknown \['ids'\]"):
+        statement.bind(ids="m1")
 
 
 async def test_a_commit_whose_statement_fails_writes_nothing_and_the_connection_stays_usable(
@@ -108,6 +121,6 @@ async def test_a_connection_refused_at_connect_is_told_as_every_other_statement_
     try:
         with pytest.raises(sa_exc.DBAPIError, match="no_such_database"):
             async with connect(broken) as db:
-                await db.fetch(Statement.of("SELECT 1"))
+                await db.fetch(Statement(select(literal(1))))
     finally:
         await broken.dispose()

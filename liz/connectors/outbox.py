@@ -20,7 +20,7 @@ from collections.abc import Coroutine, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from liz.connectors.errors import ConnectorRateLimited, ConnectorRejected
@@ -35,14 +35,27 @@ T = TypeVar("T")
 
 PLANNED, SENT, DROPPED = "planned", "sent", "dropped"
 
-_PLAN = Statement.of(
-    'INSERT INTO "ConnectorOutbox" ("botKey", "messageKey", "position", "chatId", "text", '
-    '"replyTo", "state", "attemptedAt", "sentId", "createdAt") '
-    "VALUES ({}, {}, {}, {}, {}, {}, {}, NULL, NULL, {})"
+_OUTBOX, _INBOX = ConnectorOutboxRecord, ConnectorInboxRecord
+_PLAN = Statement(
+    insert(_OUTBOX).values(
+        {
+            **{
+                column: bindparam(column)
+                for column in ("bot_key", "message_key", "position", "chat_id", "text", "reply_to")
+            },
+            "state": PLANNED,
+            "created_at": bindparam("at"),
+        }
+    )
 )
-_ANSWERED = Statement.of(
-    'UPDATE "ConnectorInbox" SET "state" = {}, "answeredAt" = {} '
-    'WHERE "botKey" = {} AND "messageKey" = {} AND "state" = {}'
+_ANSWERED = Statement(
+    update(_INBOX)
+    .where(
+        _INBOX.bot_key == bindparam("bot_key"),
+        _INBOX.message_key == bindparam("message_key"),
+        _INBOX.state == RECEIVED,
+    )
+    .values(state=ANSWERED, answered_at=bindparam("at"))
 )
 # A platform's rate limit is waited out this many times per part before the loop
 # moves on to reading (and tries the part again after).
@@ -54,20 +67,19 @@ def reply_statements(
 ) -> list[Bound]:
     """The rows that plan the reply's parts and mark ``message`` answered, to commit with
     the reply itself."""
+    key = {"bot_key": message.bot_key, "message_key": message.message_key}
     planned = [
         _PLAN.bind(
-            message.bot_key,
-            message.message_key,
-            position,
-            message.chat_id,
-            text,
-            message.reply_to,
-            PLANNED,
-            at,
+            **key,
+            position=position,
+            chat_id=message.chat_id,
+            text=text,
+            reply_to=message.reply_to,
+            at=at,
         )
         for position, text in enumerate(parts)
     ]
-    answered = _ANSWERED.bind(ANSWERED, at, message.bot_key, message.message_key, RECEIVED)
+    answered = _ANSWERED.bind(**key, at=at)
     return [*planned, answered]
 
 
@@ -109,8 +121,7 @@ async def send_unsent(
                 row.position + 1,
                 row.message_key,
             )
-        where = (row.bot_key, row.message_key, row.position)
-        await _mark(engine, _MARK_ATTEMPTED, clock.now(), *where)
+        await _mark(engine, _MARK_ATTEMPTED, row, attempted_at=clock.now())
         waits = 0
         while True:
             try:
@@ -129,7 +140,7 @@ async def send_unsent(
                     "%s: the platform refused part %d of the reply to %s: %s; dropped",
                     *(bot_key, row.position + 1, row.message_key, exc.message),
                 )
-                await _mark(engine, _MARK_DONE, DROPPED, None, *where)
+                await _mark(engine, _MARK_DONE, row, state=DROPPED, sent_id=None)
                 break
             sent += 1
             break
@@ -141,7 +152,7 @@ async def _send_and_note(
 ) -> str:
     key = f"{row.message_key}:{row.position}"
     message_id = await platform.send(row.chat_id, row.text, reply_to=row.reply_to, key=key)
-    await _mark(engine, _MARK_DONE, SENT, message_id, row.bot_key, row.message_key, row.position)
+    await _mark(engine, _MARK_DONE, row, state=SENT, sent_id=message_id)
     return message_id
 
 
@@ -166,17 +177,33 @@ async def backlog(session: AsyncSession, bot_key: str) -> int:
     return int(found or 0)
 
 
-_MARK_ATTEMPTED = Statement.of(
-    'UPDATE "ConnectorOutbox" SET "attemptedAt" = {} '
-    'WHERE "botKey" = {} AND "messageKey" = {} AND "position" = {}'
-)
-_MARK_DONE = Statement.of(
-    'UPDATE "ConnectorOutbox" SET "state" = {}, "sentId" = {} '
-    'WHERE "botKey" = {} AND "messageKey" = {} AND "position" = {}'
-)
+def _marking(*columns: str) -> Statement:
+    """The update of one outbox row's ``columns``."""
+    return Statement(
+        update(_OUTBOX)
+        .where(
+            _OUTBOX.bot_key == bindparam("row_bot_key"),
+            _OUTBOX.message_key == bindparam("row_message_key"),
+            _OUTBOX.position == bindparam("row_position"),
+        )
+        .values({column: bindparam(column) for column in columns})
+    )
 
 
-async def _mark(engine: AsyncEngine, statement: Statement, *values: object) -> None:
+_MARK_ATTEMPTED = _marking("attempted_at")
+_MARK_DONE = _marking("state", "sent_id")
+
+
+async def _mark(
+    engine: AsyncEngine, statement: Statement, row: ConnectorOutboxRecord, **values: object
+) -> None:
     """One outbox row's update, straight to the driver: two per part sent."""
     async with connect(engine) as db:
-        await db.commit(statement.bind(*values))
+        await db.commit(
+            statement.bind(
+                row_bot_key=row.bot_key,
+                row_message_key=row.message_key,
+                row_position=row.position,
+                **values,
+            )
+        )

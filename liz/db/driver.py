@@ -1,5 +1,9 @@
 """The few statements every turn runs, sent straight to the driver (aiosqlite or asyncpg).
 
+Each is written once, as SQLAlchemy Core on the mapped tables, and compiled once for
+each driver (:class:`Statement`); its values and result columns are converted by the
+columns' own types, as a session converts them (liz.db.types).
+
 Through a SQLAlchemy session a statement costs the session's and the result's
 bookkeeping on top of its hop to SQLite's thread (liz._compat), and a
 transaction two hops more (``BEGIN``, ``COMMIT``). Here a statement costs one hop, or
@@ -18,58 +22,98 @@ from __future__ import annotations
 import functools
 import re
 import sqlite3
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ClauseElement, TextClause, text
+from sqlalchemy import BindParameter, Delete, Executable, Insert, Select, Update, bindparam
 from sqlalchemy import exc as sa_exc
+from sqlalchemy.dialects.postgresql.asyncpg import dialect as asyncpg_dialect
+from sqlalchemy.dialects.sqlite import dialect as sqlite_dialect
+from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.sql.visitors import replacement_traverse
 from sqlalchemy.util import greenlet_spawn
 
 from liz._compat import run_on_sqlite_thread
 from liz.db.conflicts import retry_conflicts
-from liz.db.types import as_utc, sqlite_milliseconds
+
+Processor = Callable[[Any], Any]
+Core = Insert | Update | Delete | Select[Any]
 
 
 @dataclass(frozen=True)
-class Statement:
-    """One SQL statement, in each driver's parameter style."""
+class Compiled:
+    """A statement compiled for one driver: its SQL, its parameters' names in the
+    driver's order, and the conversions of their column types (liz.db.types), of the
+    parameters and of a result's columns."""
 
-    sqlite: str
-    postgres: str
-    named: str  # for a SQLAlchemy session (Bound.executable)
+    sql: str
+    slots: tuple[tuple[str, Processor | None], ...]
+    constants: Mapping[str, Any]  # the values written in the statement itself
+    columns: tuple[Processor | None, ...]
 
     @classmethod
-    def of(cls, template: str) -> Statement:
-        """``template`` with ``{}`` where each parameter goes, in order."""
-        count = template.count("{}")
+    def of(cls, statement: Core, dialect: Dialect) -> Compiled:
+        compiled: Any = statement.compile(dialect=dialect)
+        # SQLite's order names a parameter used twice twice; PostgreSQL's ($n), once.
+        binds = [(name, compiled.binds[name]) for name in compiled.positiontup]
+        selected = getattr(statement, "selected_columns", ())
         return cls(
-            sqlite=template.format(*["?"] * count),
-            postgres=template.format(*(f"${number}" for number in range(1, count + 1))),
-            named=template.format(*(f":p{number}" for number in range(1, count + 1))),
+            sql=str(compiled),
+            slots=tuple((name, _processor(bind.type, dialect, bind=True)) for name, bind in binds),
+            constants={name: bind.effective_value for name, bind in binds if not bind.required},
+            columns=tuple(_processor(column.type, dialect) for column in selected),
         )
 
-    @classmethod
-    def of_core(cls, statement: ClauseElement) -> Statement:
-        """A SQLAlchemy Core ``statement``, compiled once for each driver; its parameters
-        are ``bindparam("p1")`` to ``bindparam("pN")``, bound in that order."""
-        from sqlalchemy.dialects.postgresql.asyncpg import dialect as asyncpg_dialect
-        from sqlalchemy.dialects.sqlite import dialect as sqlite_dialect
+    def parameters(self, values: Mapping[str, Any]) -> list[Any]:
+        if self.constants:
+            values = {**self.constants, **values}
+        return [
+            values[name] if convert is None else convert(values[name])
+            for name, convert in self.slots
+        ]
 
-        sqlite: Any = statement.compile(dialect=sqlite_dialect(paramstyle="qmark"))
-        postgres: Any = statement.compile(dialect=asyncpg_dialect())  # type: ignore[no-untyped-call]
-        named = statement.compile(dialect=sqlite_dialect(paramstyle="named"))
-        order = [f"p{number}" for number in range(1, len(named.params) + 1)]
-        if sqlite.positiontup != order or postgres.positiontup != order:
-            raise TypeError(f"name the parameters of {statement} p1 to pN, in order")
-        return cls(sqlite=str(sqlite), postgres=str(postgres), named=str(named))
+    def rows(self, rows: Sequence[Sequence[Any]]) -> Sequence[Sequence[Any]]:
+        if not any(self.columns):
+            return rows
+        converted = [(index, convert) for index, convert in enumerate(self.columns) if convert]
+        found = []
+        for row in rows:
+            values = list(row)
+            for index, convert in converted:
+                values[index] = convert(values[index])
+            found.append(values)
+        return found
 
-    def bind(self, *parameters: Any) -> Bound:
+
+def _processor(type_: Any, dialect: Dialect, *, bind: bool = False) -> Processor | None:
+    typed = type_.dialect_impl(dialect)
+    return typed.bind_processor(dialect) if bind else typed.result_processor(dialect, None)  # type: ignore[no-any-return]
+
+
+_SQLITE = sqlite_dialect(paramstyle="qmark")
+_POSTGRES = asyncpg_dialect()  # type: ignore[no-untyped-call]
+
+
+class Statement:
+    """A SQLAlchemy Core statement, compiled once for each driver. Its parameters are
+    named with ``bindparam``, and given by name when it runs."""
+
+    def __init__(self, core: Core) -> None:
+        self.core = core
+        self.sqlite = Compiled.of(core, _SQLITE)
+        self.postgres = Compiled.of(core, _POSTGRES)
+        # What is given when it runs: every parameter but the statement's own values.
+        self.names = {name for name, _ in self.sqlite.slots} - self.sqlite.constants.keys()
+
+    def bind(self, **values: Any) -> Bound:
         """This statement with its parameters, to run later (:meth:`Driver.commit`)."""
-        return Bound(self, parameters)
+        if values.keys() != self.names:
+            missing, extra = sorted(self.names - values.keys()), sorted(values.keys() - self.names)
+            raise TypeError(f"{self.core}: parameters missing {missing}, unknown {extra}")
+        return Bound(self, values)
 
 
 @dataclass(frozen=True)
@@ -77,22 +121,27 @@ class Bound:
     """A statement and its parameters."""
 
     statement: Statement
-    parameters: tuple[Any, ...]
+    values: Mapping[str, Any]
 
-    def executable(self) -> TextClause:
-        """The statement for a SQLAlchemy session's transaction, when it must ride in
-        one (the facts' write); for plain values (text, numbers), which need no
-        conversion."""
-        values = {f"p{number}": value for number, value in enumerate(self.parameters, 1)}
-        return text(self.statement.named).bindparams(**values)
+    def executable(self) -> Executable:
+        """The statement with its values, for a SQLAlchemy session's transaction, when it
+        must ride in one (the facts' write, an approval's reply)."""
+
+        def with_value(element: Any, **kw: Any) -> Any:
+            if isinstance(element, BindParameter) and element.key in self.values:
+                return bindparam(element.key, self.values[element.key], type_=element.type)
+            return None
+
+        core: Any = self.statement.core
+        executable: Executable = replacement_traverse(core, {}, with_value)
+        return executable
 
 
 class Driver:
     """A pooled connection's driver connection; see :func:`connect`.
 
-    Parameters are passed as the driver takes them, except datetimes, which are
-    stored the way :class:`liz.db.types.UTCDateTime` stores them (milliseconds since
-    the epoch on SQLite, as Prisma does; ``timestamptz`` on PostgreSQL).
+    Values are converted as the statement's column types convert them (a datetime as
+    :class:`liz.db.types.UTCDateTime` stores it), and so are the columns read.
     """
 
     def __init__(self, connection: Any, *, sqlite: bool) -> None:
@@ -104,19 +153,24 @@ class Driver:
         """The driver's own connection, for what only it offers (type codecs)."""
         return self._connection
 
-    async def execute(self, statement: Statement, *parameters: Any) -> None:
+    async def execute(self, statement: Statement, **values: Any) -> None:
         if self.sqlite:
-            await self._connection.execute(statement.sqlite, self._bound(parameters))
+            compiled = statement.sqlite
+            await self._connection.execute(compiled.sql, compiled.parameters(values))
         else:
-            await self._connection.execute(statement.postgres, *self._bound(parameters))
+            compiled = statement.postgres
+            await self._connection.execute(compiled.sql, *compiled.parameters(values))
 
-    async def fetch(self, statement: Statement, *parameters: Any) -> Sequence[Sequence[Any]]:
+    async def fetch(self, statement: Statement, **values: Any) -> Sequence[Sequence[Any]]:
         if self.sqlite:
-            rows: Sequence[Sequence[Any]] = await self._connection.execute_fetchall(
-                statement.sqlite, self._bound(parameters)
+            compiled = statement.sqlite
+            rows = await self._connection.execute_fetchall(
+                compiled.sql, compiled.parameters(values)
             )
-            return rows
-        return await self._connection.fetch(statement.postgres, *self._bound(parameters))  # type: ignore[no-any-return]
+        else:
+            compiled = statement.postgres
+            rows = await self._connection.fetch(compiled.sql, *compiled.parameters(values))
+        return compiled.rows(rows)
 
     async def commit(self, *statements: Bound) -> None:
         """Execute ``statements`` in one transaction: all are committed, or none.
@@ -131,24 +185,23 @@ class Driver:
         serialization failure runs them again, a few times at most.
         """
         if not self.sqlite:
-            parameters = self._bound([value for bound in statements for value in bound.parameters])
-            sql = _one_statement(tuple(bound.statement.postgres for bound in statements))
+            parameters = [
+                value
+                for bound in statements
+                for value in bound.statement.postgres.parameters(bound.values)
+            ]
+            sql = _one_statement(tuple(bound.statement.postgres.sql for bound in statements))
             # One statement is its own transaction: a deadlock rolls back all of it, and
             # it runs again whole (liz.db.conflicts).
             await retry_conflicts(
                 lambda: self._connection.execute(sql, *parameters), what="a turn's write"
             )
             return
-        work = [(bound.statement.sqlite, self._bound(bound.parameters)) for bound in statements]
+        work = [
+            (bound.statement.sqlite.sql, bound.statement.sqlite.parameters(bound.values))
+            for bound in statements
+        ]
         await run_on_sqlite_thread(self._connection, _commit, work)
-
-    def _bound(self, parameters: Sequence[Any]) -> list[Any]:
-        return [self._bind(value) for value in parameters]
-
-    def _bind(self, value: Any) -> Any:
-        if isinstance(value, datetime):
-            return sqlite_milliseconds(value) if self.sqlite else as_utc(value)
-        return value
 
 
 @functools.lru_cache(maxsize=64)

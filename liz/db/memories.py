@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
 
 from pydantic import TypeAdapter
@@ -16,7 +15,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
 from liz.db.driver import Bound, Statement, connect
 from liz.db.engine import read_engine
 from liz.db.tables import MemoryRecord
-from liz.db.types import read_utc
 from liz.errors import UsageError
 from liz.types import Memory
 
@@ -31,12 +29,12 @@ _FILTER_COLUMNS = {
 }
 
 
-# Every turn reads up to 100 memories and writes two: these statements are built once,
-# on the table rather than the ORM class (the ORM's per-statement work cost more than
-# SQLite's), and rows are read as plain tuples.
+# Every turn reads up to 100 memories and writes two: these statements are compiled once
+# for each driver (liz.db.driver), on the table rather than the ORM class, and rows are
+# read as plain tuples. A SQLAlchemy session runs the same statements.
 _MEMORY: Table = MemoryRecord.__table__  # type: ignore[assignment]
-_INSERT = insert(_MEMORY)
-_RECENT = (
+_INSERT = Statement(insert(_MEMORY).values({column: bindparam(column.key) for column in _MEMORY.c}))
+_RECENT = Statement(
     select(
         _MEMORY.c.id,
         _MEMORY.c.userId,
@@ -51,18 +49,12 @@ _RECENT = (
     .order_by(_MEMORY.c.createdAt.desc(), _MEMORY.c.id.desc())
     .limit(bindparam("limit"))
 )
-# The same two statements sent straight to the driver (see read_recent, store_memory).
-_COLUMNS = '"id", "userId", "agentId", "roomId", "content", "type", "generator", "createdAt"'
-_APPEND = Statement.of(f'INSERT INTO "Memory" ({_COLUMNS}) VALUES ({", ".join(["{}"] * 8)})')
-_RECENT_DIRECT = Statement.of(
-    f'SELECT {_COLUMNS} FROM "Memory" WHERE "userId" = {{}} AND "agentId" = {{}} '
-    'ORDER BY "createdAt" DESC, "id" DESC LIMIT {}'
-)
+_STORED = Statement(select(_MEMORY.c.id).where(_MEMORY.c.id == bindparam("id")))
 
 
 async def insert_memory(session: AsyncSession | AsyncConnection, memory: Memory) -> None:
     """Insert `memory` in the session's transaction; the caller commits."""
-    await session.execute(_INSERT, _insert_values(memory))
+    await session.execute(_INSERT.core, _insert_values(memory))
 
 
 def _insert_values(memory: Memory) -> dict[str, Any]:
@@ -84,24 +76,20 @@ async def store_memory(engine: AsyncEngine, memory: Memory) -> None:
     What every turn does twice, so it goes straight to the driver (liz.db.driver),
     outside any transaction: a single INSERT is its own.
     """
-    insert = insert_statement(memory)
     async with connect(engine) as db:
-        await db.execute(insert.statement, *insert.parameters)
+        await db.execute(_INSERT, **_insert_values(memory))
 
 
 def insert_statement(memory: Memory) -> Bound:
     """The statement that inserts `memory`, to commit with others (``Driver.commit``)."""
-    return _APPEND.bind(*_insert_values(memory).values())
-
-
-_STORED = Statement.of('SELECT 1 FROM "Memory" WHERE "id" = {}')
+    return _INSERT.bind(**_insert_values(memory))
 
 
 async def memory_stored(engine: AsyncEngine, memory_id: str) -> bool:
     """Whether a memory with this id is stored (on the writing connections: a retry must
     see what the first try committed)."""
     async with connect(engine) as db:
-        return bool(await db.fetch(_STORED, memory_id))
+        return bool(await db.fetch(_STORED, id=memory_id))
 
 
 async def read_recent(
@@ -115,7 +103,7 @@ async def read_recent(
     if limit <= 0:
         return []
     async with connect(read_engine(engine)) as db:
-        rows = await db.fetch(_RECENT_DIRECT, user_id, agent_id, limit)
+        rows = await db.fetch(_RECENT, user_id=user_id, agent_id=agent_id, limit=limit)
     return _to_memories(rows)
 
 
@@ -130,7 +118,7 @@ async def recent_memories(
     if limit <= 0:
         return []
     rows = await session.execute(
-        _RECENT, {"user_id": user_id, "agent_id": agent_id, "limit": limit}
+        _RECENT.core, {"user_id": user_id, "agent_id": agent_id, "limit": limit}
     )
     return _to_memories(rows.all())
 
@@ -163,7 +151,7 @@ def _fields(row: Sequence[Any]) -> dict[str, Any]:
         "content": from_json(text),  # pydantic's parser: every turn reads a hundred of these
         "type": type,
         "generator": generator,
-        "created_at": created_at if isinstance(created_at, datetime) else read_utc(created_at),
+        "created_at": created_at,  # read by its column type (liz.db.types)
     }
 
 

@@ -40,30 +40,29 @@ class UTCDateTime(TypeDecorator[datetime]):
             return dialect.type_descriptor(_SqliteDateTimeColumn())  # type: ignore[no-untyped-call]
         return dialect.type_descriptor(DateTime(timezone=True))
 
+    # The one place liz converts a datetime for the database and back: a session and
+    # the driver (liz.db.driver) both convert through the column's type.
     def process_bind_param(self, value: datetime | None, dialect: Dialect) -> Any:
         if value is None:
             return None
-        return sqlite_milliseconds(value) if dialect.name == "sqlite" else as_utc(value)
+        utc = _as_utc(value)
+        # What Prisma stores on SQLite: milliseconds (finer would not survive Liz).
+        return int(utc.timestamp() * 1000) if dialect.name == "sqlite" else utc
 
     def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
-        return None if value is None else read_utc(value)
+        """A stored date and time (epoch ms, a text form, a datetime) as aware UTC."""
+        if value is None:
+            return None
+        if isinstance(value, datetime):
+            return value if value.tzinfo is UTC else _as_utc(value)  # PostgreSQL's: UTC already
+        if isinstance(value, int | float):
+            return datetime.fromtimestamp(value / 1000, UTC)
+        return _as_utc(_parse_text_datetime(str(value)))
 
 
-def as_utc(value: datetime) -> datetime:
+def _as_utc(value: datetime) -> datetime:
     """``value`` in UTC; a naive value is taken as UTC."""
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
-def sqlite_milliseconds(value: datetime) -> int:
-    """What Prisma stores on SQLite: milliseconds since the epoch (finer would not survive Liz)."""
-    return int(as_utc(value).timestamp() * 1000)
-
-
-def read_utc(value: Any) -> datetime:
-    """A stored date and time (epoch ms, a text form, a datetime) as an aware UTC datetime."""
-    if isinstance(value, int | float):
-        return datetime.fromtimestamp(value / 1000, UTC)
-    return as_utc(value if isinstance(value, datetime) else _parse_text_datetime(str(value)))
 
 
 def _parse_text_datetime(text: str) -> datetime:

@@ -51,24 +51,18 @@ class UsageRecord(Base):
 
 
 _table = UsageRecord.__table__
-_ROW = (
-    "day",
-    "agentId",
-    "userId",
-    "model",
-    "purpose",
-    "calls",
-    "inputTokens",
-    "cachedInputTokens",
-    "cacheWriteTokens",
-    "outputTokens",
-)
 # One row, compiled once for each driver: the reply's transaction sends it straight to
 # the driver beside the message's own statements (liz.db.driver).
-_ADD = Statement.of_core(
+_COUNTS = ("calls", "input_tokens", "cached_input_tokens", "cache_write_tokens", "output_tokens")
+_ADD = Statement(
     insert(UsageRecord)
     .inline()
-    .values({name: bindparam(f"p{n}") for n, name in enumerate(_ROW, 1)})
+    .values(
+        {
+            name: bindparam(name)
+            for name in ("day", "agent_id", "user_id", "model", "purpose", *_COUNTS)
+        }
+    )
 )
 
 
@@ -87,7 +81,14 @@ def usage_statements(
         row[3] += call.cache_write_tokens
         row[4] += call.output_tokens
     return [
-        _ADD.bind(day, agent_id, user_id, model, purpose, *counts)
+        _ADD.bind(
+            day=day,
+            agent_id=agent_id,
+            user_id=user_id,
+            model=model,
+            purpose=purpose,
+            **dict(zip(_COUNTS, counts, strict=True)),
+        )
         for (model, purpose), counts in sorted(totals.items())
     ]
 

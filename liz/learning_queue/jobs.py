@@ -1,5 +1,6 @@
-"""Reading and writing the queue of learning jobs. Each function takes a session (or,
-for the two a turn runs, a driver connection); the caller owns the transaction.
+"""Reading and writing the queue of learning jobs. Each function takes a session; the
+caller owns the transaction. The two statements a turn runs (queueing its job, and
+making it due when the turn ends) are committed with the turn's own (liz.db.driver).
 
 A user's jobs are learned in ``id`` order: only the *head* of a user's queue (the
 pending job with no earlier pending one) can be claimed, with the ready jobs right
@@ -19,11 +20,15 @@ from typing import Any
 from sqlalchemy import (
     Delete,
     Integer,
+    ScalarSelect,
     Select,
+    Text,
+    and_,
     bindparam,
+    case,
     delete,
-    exists,
     func,
+    insert,
     or_,
     select,
     update,
@@ -31,10 +36,14 @@ from sqlalchemy import (
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
+from liz.db.driver import Bound, Statement
 from liz.db.tables import MemoryRecord
 from liz.db.types import UTCDateTime
 from liz.errors import InputError
+from liz.learning_queue.beats import learn_at
 from liz.learning_queue.tables import FAILED, PENDING, LearningJobRecord
+from liz.observe.learning import current_traceparent
+from liz.types import Memory
 
 Job = LearningJobRecord
 MAX_ERROR_CHARS = 2000  # the reason kept for a failure: enough to act on, never a whole dump
@@ -54,23 +63,28 @@ class Backlog:
         return max((now - self.oldest_pending_at).total_seconds(), 0.0)
 
 
+def _head_of(agent: Any, user: Any) -> ScalarSelect[int]:
+    """The head of a user's queue (``agent``, ``user``: values, or a row's columns): the
+    id of their earliest pending job."""
+    earlier = aliased(Job)
+    return (
+        select(func.min(earlier.id))
+        .where(earlier.agent_id == agent, earlier.user_id == user, earlier.status == PENDING)
+        .scalar_subquery()
+    )
+
+
 def _heads(*, of_messages: bool) -> Select[Job]:
     """Heads of users' queues, unclaimed (or their claim run out): of the given messages
     (``ids``), or due."""
     now = bindparam("now", type_=UTCDateTime())
-    earlier = aliased(Job)
     ready = Job.memory_id.in_(bindparam("ids", expanding=True)) if of_messages else None
     return (
         select(Job)
         .where(
             Job.status == PENDING,
             or_(Job.claimed_until.is_(None), Job.claimed_until < now),
-            ~exists().where(
-                earlier.agent_id == Job.agent_id,
-                earlier.user_id == Job.user_id,
-                earlier.status == PENDING,
-                earlier.id < Job.id,
-            ),
+            Job.id == _head_of(Job.agent_id, Job.user_id),
             ready if ready is not None else Job.next_attempt_at <= now,
         )
         .order_by(Job.id)
@@ -79,8 +93,8 @@ def _heads(*, of_messages: bool) -> Select[Job]:
     )
 
 
-# Built once, like a turn's statements (liz.learning_queue.turn_jobs): a claim runs at
-# the start of every learning round.
+# Built once, like a turn's statements below: a claim runs at the start of every
+# learning round.
 _HEADS_OF = _heads(of_messages=True)
 _DUE_HEADS = _heads(of_messages=False)
 _BEHIND = (
@@ -95,6 +109,121 @@ _BEHIND = (
     .limit(bindparam("run", type_=Integer()))
     .with_for_update()
 )
+
+
+_ENQUEUE = Statement(
+    insert(Job)
+    .inline()  # no RETURNING: nothing reads the id
+    .values(
+        {
+            Job.memory_id: bindparam("memory_id"),
+            Job.agent_id: bindparam("agent_id"),
+            Job.user_id: bindparam("user_id"),
+            Job.agent_name: bindparam("agent_name"),
+            Job.status: PENDING,
+            Job.attempts: 0,
+            Job.next_attempt_at: bindparam("due"),
+            Job.created_at: bindparam("at"),
+            Job.updated_at: bindparam("at"),
+            Job.traceparent: bindparam("traceparent"),
+        }
+    )
+)
+
+
+def enqueue_statement(said: Memory, agent_name: str, *, due: datetime) -> Bound:
+    """The statement queueing learning from ``said`` (a user message, stored in the same
+    transaction), to be tried from ``due`` on."""
+    return _ENQUEUE.bind(
+        memory_id=said.id,
+        agent_id=said.agent_id,
+        user_id=said.user_id,
+        agent_name=agent_name,
+        due=due,
+        at=said.created_at,
+        traceparent=current_traceparent(),  # the learning job's span links to this turn
+    )
+
+
+def _reply_came() -> Statement:
+    """A turn's end makes its job due at the beat after the user's idle time (see
+    liz.learning_queue.beats), and the head of the user's queue too: a run is claimed
+    only when its head is due, so the burst is learned together once the conversation
+    goes quiet. With a batch waiting, every job whose turn is over is due now. A job
+    still waiting for its reply keeps its own time; one being retried keeps its backoff.
+    (Only the head: each turn rewrites two rows, not the whole burst.)"""
+    now = bindparam("now", type_=UTCDateTime())
+    agent, user = bindparam("agent_id", type_=Text()), bindparam("user_id", type_=Text())
+    said = bindparam("memory_id", type_=Text())
+    waiting = aliased(Job, name="waiting")
+    batch_waiting = select(func.count()).where(
+        waiting.agent_id == agent, waiting.user_id == user, waiting.status == PENDING
+    ).scalar_subquery() >= bindparam("batch", type_=Integer())
+    rows = aliased(Job, name="due")
+    due = (
+        select(rows.id)
+        .where(
+            rows.agent_id == agent,
+            rows.user_id == user,
+            rows.status == PENDING,
+            or_(
+                rows.memory_id == said,
+                and_(
+                    rows.attempts == 0,
+                    rows.reply_memory_id.is_not(None),
+                    or_(rows.id == _head_of(agent, user), batch_waiting),
+                ),
+            ),
+        )
+        # PostgreSQL locks the rows in id order, as every transaction takes LearningJob
+        # rows (liz.db.conflicts): an UPDATE alone takes them in the order it finds them,
+        # and a claim holding the head while it waits for the job behind would deadlock
+        # against it. SQLite's writers take turns, and it has no FOR UPDATE.
+        .order_by(rows.id)
+        .with_for_update()
+    )
+    return Statement(
+        update(Job)
+        .where(Job.id.in_(due))
+        .values(
+            {
+                Job.updated_at: now,
+                Job.next_attempt_at: case(
+                    (Job.attempts > 0, Job.next_attempt_at),
+                    (batch_waiting, now),
+                    else_=bindparam("later", type_=UTCDateTime()),
+                ),
+                Job.reply_memory_id: case(
+                    (
+                        Job.memory_id == said,
+                        func.coalesce(bindparam("reply_id", type_=Text()), Job.reply_memory_id),
+                    ),
+                    else_=Job.reply_memory_id,
+                ),
+            }
+        )
+    )
+
+
+_REPLY_CAME = _reply_came()
+
+
+def reply_came_statement(
+    said: Memory, reply_id: str | None, now: datetime, *, idle_seconds: float, batch: int
+) -> Bound:
+    """The statement saying the turn of ``said`` is over (``reply_id`` is the stored
+    reply, or None when it failed): its job and the head of the user's queue are due at
+    the first beat once the user has been quiet ``idle_seconds``; every job whose turn is
+    over is due now when ``batch`` are waiting."""
+    return _REPLY_CAME.bind(
+        agent_id=said.agent_id,
+        user_id=said.user_id,
+        memory_id=said.id,
+        reply_id=reply_id,
+        now=now,
+        later=learn_at(now, idle_seconds),
+        batch=batch,
+    )
 
 
 async def claim_runs(
