@@ -10,10 +10,12 @@ from __future__ import annotations
 from datetime import datetime
 
 from sqlalchemy import func, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from liz.connectors.platform import Batch
 from liz.connectors.tables import ConnectorCursorRecord, ConnectorInboxRecord
+from liz.db.driver import Statement, connect
+from liz.db.types import read_utc
 
 RECEIVED, ANSWERED, FAILED = "received", "answered", "failed"
 
@@ -24,54 +26,85 @@ async def cursor(session: AsyncSession, bot_key: str) -> str | None:
     return None if row is None else row.position
 
 
+_STORE = Statement.of(
+    'INSERT INTO "ConnectorInbox" ("botKey", "messageKey", "sequence", "agentId", "userId", '
+    '"roomId", "chatId", "text", "replyTo", "state", "attempts", "receivedAt", "answeredAt") '
+    "VALUES ({}, {}, {}, {}, {}, {}, {}, {}, {}, {}, 0, {}, NULL) "
+    'ON CONFLICT ("botKey", "messageKey") DO NOTHING'
+)
+_MOVE = Statement.of(
+    'INSERT INTO "ConnectorCursor" ("botKey", "position", "polledAt") VALUES ({}, {}, {}) '
+    'ON CONFLICT ("botKey") DO UPDATE SET "position" = excluded."position", '
+    '"polledAt" = excluded."polledAt"'
+)
+_POLLED = Statement.of(
+    'INSERT INTO "ConnectorCursor" ("botKey", "position", "polledAt") VALUES ({}, \'\', {}) '
+    'ON CONFLICT ("botKey") DO UPDATE SET "polledAt" = excluded."polledAt"'
+)
+_WAITING = Statement.of(
+    'SELECT "botKey", "messageKey", "sequence", "agentId", "userId", "roomId", "chatId", '
+    '"text", "replyTo", "state", "attempts", "receivedAt", "answeredAt" '
+    'FROM "ConnectorInbox" WHERE "botKey" = {} AND "state" = {} '
+    'ORDER BY "sequence", "messageKey" LIMIT {}'
+)
+
+
 async def store_batch(
-    session: AsyncSession, *, bot_key: str, agent_id: str, batch: Batch, at: datetime
-) -> int:
-    """Store the batch's messages and move the cursor past it (the caller commits);
-    how many messages are new (one stored before, by a read not confirmed, is kept)."""
-    new = 0
-    for message in batch.messages:
-        if await session.get(ConnectorInboxRecord, (bot_key, message.message_key)) is not None:
-            continue
-        session.add(
-            ConnectorInboxRecord(
-                bot_key=bot_key,
-                message_key=message.message_key,
-                sequence=message.sequence,
-                agent_id=agent_id,
-                user_id=message.user_id,
-                room_id=message.room_id,
-                chat_id=message.chat_id,
-                text=message.text,
-                reply_to=message.reply_to,
-                state=RECEIVED,
-                attempts=0,
-                received_at=at,
-            )
-        )
-        new += 1
-    row = await session.get(ConnectorCursorRecord, bot_key)
-    if row is None:
-        session.add(
-            ConnectorCursorRecord(bot_key=bot_key, position=batch.position or "", polled_at=at)
-        )
-    else:
-        if batch.position is not None:
-            row.position = batch.position
-        row.polled_at = at
-    await session.flush()
-    return new
+    engine: AsyncEngine, *, bot_key: str, agent_id: str, batch: Batch, at: datetime
+) -> None:
+    """Store the batch's messages and move the cursor past it, in one transaction.
 
-
-async def to_answer(session: AsyncSession, bot_key: str, limit: int) -> list[ConnectorInboxRecord]:
-    """The bot's messages still to answer, oldest first."""
-    rows = await session.scalars(
-        select(ConnectorInboxRecord)
-        .where(ConnectorInboxRecord.bot_key == bot_key, ConnectorInboxRecord.state == RECEIVED)
-        .order_by(ConnectorInboxRecord.sequence, ConnectorInboxRecord.message_key)
-        .limit(limit)
+    A message stored before, by a read not confirmed, is kept as it is. One hop to the
+    driver (liz.db.driver): this runs once per read, so once per message when they
+    come one at a time.
+    """
+    stored = [
+        _STORE.bind(
+            bot_key,
+            message.message_key,
+            message.sequence,
+            agent_id,
+            message.user_id,
+            message.room_id,
+            message.chat_id,
+            message.text,
+            message.reply_to,
+            RECEIVED,
+            at,
+        )
+        for message in batch.messages
+    ]
+    moved = (
+        _POLLED.bind(bot_key, at)
+        if batch.position is None
+        else _MOVE.bind(bot_key, batch.position, at)
     )
-    return list(rows)
+    async with connect(engine) as db:
+        await db.commit(*stored, moved)
+
+
+async def to_answer(engine: AsyncEngine, bot_key: str, limit: int) -> list[ConnectorInboxRecord]:
+    """The bot's messages still to answer, oldest first (rows not tied to a session)."""
+    async with connect(engine) as db:
+        rows = await db.fetch(_WAITING, bot_key, RECEIVED, limit)
+    return [
+        ConnectorInboxRecord(
+            bot_key=row[0],
+            message_key=row[1],
+            sequence=row[2],
+            agent_id=row[3],
+            user_id=row[4],
+            room_id=row[5],
+            chat_id=row[6],
+            text=row[7],
+            reply_to=row[8],
+            state=row[9],
+            attempts=row[10],
+            received_at=read_utc(row[11]),
+            answered_at=None if row[12] is None else read_utc(row[12]),
+        )
+        for row in rows
+    ]
 
 
 async def count_tried(session: AsyncSession, row: ConnectorInboxRecord) -> None:
