@@ -24,6 +24,7 @@ measured process into DIR (collapsed stacks).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import subprocess
 import sys
@@ -62,15 +63,26 @@ def base_env(llm_url: str, folder: Path, name: str) -> dict[str, str]:
 
 
 def telegram_cost(
-    llm_url: str, folder: Path, messages: int, *, one_at_a_time: bool, profile: Path | None
+    llm_url: str,
+    folder: Path,
+    messages: int,
+    *,
+    one_at_a_time: bool,
+    profile: Path | None,
+    echo: bool = False,
 ) -> float:
+    """CPU per message of ``liz telegram run``, or of the echo bot (``echo``)."""
     telegram = FakeTelegram(token=TOKEN)
     with telegram.serve() as api_url:
         env = base_env(llm_url, folder, f"telegram-{time.monotonic_ns()}")
         env |= {"TELEGRAM_BOT_TOKEN": TOKEN, "TELEGRAM_API_URL": api_url}
         env["TELEGRAM_POLL_TIMEOUT"] = "25"
         log = folder / "telegram.log"
-        command = [sys.executable, "-m", "liz", "telegram", "run", "--agent", "business-advisor"]
+        command = (
+            [sys.executable, str(Path(__file__).resolve()), "--echo-bot"]
+            if echo
+            else [sys.executable, "-m", "liz", "telegram", "run", "--agent", "business-advisor"]
+        )
         with _polling(command, env, folder, log, telegram) as pid:
 
             def idle_after(answers: int) -> Callable[[], bool]:
@@ -88,6 +100,29 @@ def telegram_cost(
                         _wait(idle_after(number + 2))
                 _wait(idle_after(messages + 1))
                 return (cpu_seconds(pid) - before) / messages
+
+
+async def echo_bot() -> None:
+    """python-telegram-bot alone, the least a polling bot does per message: read the
+    update with ``getUpdates``, answer it with ``sendMessage``; no database, no turn."""
+    from telegram import Bot
+    from telegram.request import HTTPXRequest
+
+    root = os.environ["TELEGRAM_API_URL"]
+    bot = Bot(
+        os.environ["TELEGRAM_BOT_TOKEN"],
+        base_url=f"{root}/bot{{token}}",
+        request=HTTPXRequest(connection_pool_size=8),
+        get_updates_request=HTTPXRequest(read_timeout=35.0),
+    )
+    async with bot:
+        offset = None
+        while True:
+            updates = await bot.get_updates(offset=offset, timeout=25, allowed_updates=["message"])
+            for update in updates:
+                if update.message is not None:
+                    await bot.send_message(update.message.chat.id, f"Re: {update.message.text}")
+                offset = update.update_id + 1
 
 
 def http_cost(llm_url: str, folder: Path, messages: int, profile: Path | None) -> float:
@@ -148,7 +183,11 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--profile", type=Path, help="write py-spy profiles to this folder")
+    parser.add_argument("--echo-bot", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.echo_bot:
+        asyncio.run(echo_bot())
+        return
     folder = Path(tempfile.mkdtemp(prefix="liz-bench-telegram-"))
     if args.profile:
         args.profile.mkdir(parents=True, exist_ok=True)
@@ -160,38 +199,46 @@ def main() -> None:
     with scripted_server(log_dir=folder) as llm_url:
         for number in range(1, args.rounds + 1):
             http = http_cost(llm_url, folder, args.messages, profile("http", number))
-            single = telegram_cost(
-                llm_url,
-                folder,
-                args.messages,
-                one_at_a_time=True,
-                profile=profile("telegram-one-at-a-time", number),
-            )
-            burst = telegram_cost(
-                llm_url,
-                folder,
-                args.messages,
-                one_at_a_time=False,
-                profile=profile("telegram-burst", number),
-            )
-            rows.append((http, single, burst))
+            costs = [http]
+            for is_echo, one_at_a_time, name in (
+                (True, True, "echo-one-at-a-time"),
+                (False, True, "telegram-one-at-a-time"),
+                (False, False, "telegram-burst"),
+            ):
+                costs.append(
+                    telegram_cost(
+                        llm_url,
+                        folder,
+                        args.messages,
+                        one_at_a_time=one_at_a_time,
+                        profile=profile(name, number),
+                        echo=is_echo,
+                    )
+                )
+            rows.append(costs)
     print(
-        f"CPU per message of the liz process, {args.messages} messages a round, "
-        "from idle to idle; the ratio is to the HTTP turn of the same round:\n"
+        f"CPU per message of the measured process, {args.messages} messages a round, "
+        "from idle to idle; each ratio is to the HTTP turn of the same round. The echo "
+        "bot is python-telegram-bot alone (getUpdates and sendMessage, no liz): the "
+        "Telegram I/O that any bot pays.\n"
     )
     print(
-        "| round | HTTP turn, CPU ms | Telegram one at a time, CPU ms | ratio "
-        "| Telegram burst, CPU ms | ratio |"
+        "| round | HTTP turn, ms | echo bot, ms | Telegram one at a time, ms | ratio "
+        "| same, less the echo bot's I/O: ratio | Telegram burst, ms | ratio |"
     )
-    print("|---|---|---|---|---|---|")
-    for number, (http, single, burst) in enumerate(rows, 1):
+    print("|---|---|---|---|---|---|---|---|")
+    ratios = []
+    for number, (http, echo, single, burst) in enumerate(rows, 1):
+        ratio = (single / http, (single - echo) / http, burst / http)
+        ratios.append(ratio)
         print(
-            f"| {number} | {http * 1000:.2f} | {single * 1000:.2f} | {single / http:.2f} "
-            f"| {burst * 1000:.2f} | {burst / http:.2f} |"
+            f"| {number} | {http * 1000:.2f} | {echo * 1000:.2f} | {single * 1000:.2f} "
+            f"| {ratio[0]:.2f} | {ratio[1]:.2f} | {burst * 1000:.2f} | {ratio[2]:.2f} |"
         )
-    single_ratio = sorted(single / http for http, single, _ in rows)[len(rows) // 2]
-    burst_ratio = sorted(burst / http for http, _, burst in rows)[len(rows) // 2]
-    print(f"| median ratio | | | {single_ratio:.2f} | | {burst_ratio:.2f} |")
+    single_ratio, less_echo, burst_ratio = (
+        sorted(column)[len(column) // 2] for column in zip(*ratios, strict=True)
+    )
+    print(f"| median ratio | | | | {single_ratio:.2f} | {less_echo:.2f} | | {burst_ratio:.2f} |")
 
 
 if __name__ == "__main__":
