@@ -191,7 +191,7 @@ class ChatBot:
 
     async def _send_unsent(self) -> None:
         runtime = self.framework.runtime
-        await send_unsent(self.platform, runtime.sessions, runtime.engine, self.bot_key, self.clock)
+        await send_unsent(self.platform, runtime.engine, self.bot_key, self.clock)
         self._outbox_clear = True
 
     async def _answer(self, message: ConnectorInboxRecord) -> None:

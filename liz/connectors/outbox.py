@@ -18,13 +18,14 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from sqlalchemy import func, select
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from liz.connectors.errors import ConnectorRateLimited, ConnectorRejected
 from liz.connectors.inbox import ANSWERED, RECEIVED
 from liz.connectors.platform import ChatPlatform
 from liz.connectors.tables import ConnectorInboxRecord, ConnectorOutboxRecord
 from liz.db.driver import Bound, Statement, connect
+from liz.db.types import read_utc
 from liz.types import Clock
 
 logger = logging.getLogger(__name__)
@@ -70,7 +71,6 @@ def reply_statements(
 
 async def send_unsent(
     platform: ChatPlatform,
-    sessions: async_sessionmaker[AsyncSession],
     engine: AsyncEngine,
     bot_key: str,
     clock: Clock,
@@ -81,21 +81,7 @@ async def send_unsent(
     good is dropped (logged), so one gone chat never holds up the others; any other
     failure is raised with the part kept, to be sent on the next call.
     """
-    async with sessions() as session:
-        rows = list(
-            await session.scalars(
-                select(ConnectorOutboxRecord)
-                .where(
-                    ConnectorOutboxRecord.bot_key == bot_key,
-                    ConnectorOutboxRecord.state == PLANNED,
-                )
-                .order_by(
-                    ConnectorOutboxRecord.created_at,
-                    ConnectorOutboxRecord.message_key,
-                    ConnectorOutboxRecord.position,
-                )
-            )
-        )
+    rows = await _planned(engine, bot_key)
     sent = 0
     for row in rows:
         if row.attempted_at is not None:
@@ -131,6 +117,34 @@ async def send_unsent(
             sent += 1
             break
     return sent
+
+
+_PLANNED = Statement.of(
+    'SELECT "botKey", "messageKey", "position", "chatId", "text", "replyTo", "state", '
+    '"attemptedAt", "sentId", "createdAt" FROM "ConnectorOutbox" '
+    'WHERE "botKey" = {} AND "state" = {} ORDER BY "createdAt", "messageKey", "position"'
+)
+
+
+async def _planned(engine: AsyncEngine, bot_key: str) -> list[ConnectorOutboxRecord]:
+    """The bot's parts to send, in order, in one hop to the driver: read after every answer."""
+    async with connect(engine) as db:
+        rows = await db.fetch(_PLANNED, bot_key, PLANNED)
+    return [
+        ConnectorOutboxRecord(
+            bot_key=row[0],
+            message_key=row[1],
+            position=row[2],
+            chat_id=row[3],
+            text=row[4],
+            reply_to=row[5],
+            state=row[6],
+            attempted_at=None if row[7] is None else read_utc(row[7]),
+            sent_id=row[8],
+            created_at=read_utc(row[9]),
+        )
+        for row in rows
+    ]
 
 
 async def _send_and_note(
