@@ -140,6 +140,22 @@ BENCHES = [
         "backlog from the database, then renders with prometheus-client. The target is "
         "under 5 ms at p95",
     ),
+    Bench(
+        "telegram_cost.py",
+        "A Telegram message, beside an HTTP turn",
+        "CPU per message of a `liz telegram run` process reading from the fake Bot API "
+        "(`liz.testing.fake_telegram`) over loopback, beside a `liz serve` process taking "
+        "`POST /agent/input` one at a time, on the same agent, SQLite, facts off, each "
+        "window from idle to idle (a long poll waiting costs nothing). Each path pays its "
+        "own platform I/O: the HTTP turn parses the request and writes the response; the "
+        "Telegram message is read with `getUpdates`, stored in the inbox, answered, and "
+        "sent with `sendMessage` through the outbox. One at a time, each message pays its "
+        "own `getUpdates`; in a burst one `getUpdates` brings many. The echo bot is "
+        "python-telegram-bot alone doing that I/O (no database, no turn), the least any "
+        "polling bot pays; the column beside it takes that I/O out of the Telegram "
+        "message. The scripted LLM answers at once, so no typing is shown (it is from an "
+        "answer's first second on, one `sendChatAction` every 4 s)",
+    ),
 ]
 
 INTRO = """# Performance

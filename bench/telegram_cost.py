@@ -17,8 +17,12 @@ inbox transaction. "Burst" sends them all at once, so one ``getUpdates`` brings
 many. Each window runs from idle to idle: from the moment the bot waits in a long
 poll after the warm-up answer to the moment it waits again after the last answer,
 so the work after the last send (noting it) is counted and idle waiting is not
-(a long poll costs no CPU while it waits). With ``--profile``, py-spy samples each
-measured process into DIR (collapsed stacks).
+(a long poll costs no CPU while it waits). The echo bot is python-telegram-bot
+alone, one message at a time: ``getUpdates`` and ``sendMessage``, no database and no
+turn, the Telegram I/O any polling bot pays; "less the echo bot" is the Telegram
+message's cost with that I/O taken out, beside the whole HTTP turn. The scripted LLM
+answers at once, so no "typing" is shown: it is from an answer's first second on.
+With ``--profile``, py-spy samples each measured process into DIR (collapsed stacks).
 """
 
 from __future__ import annotations
@@ -217,10 +221,8 @@ def main() -> None:
                 )
             rows.append(costs)
     print(
-        f"CPU per message of the measured process, {args.messages} messages a round, "
-        "from idle to idle; each ratio is to the HTTP turn of the same round. The echo "
-        "bot is python-telegram-bot alone (getUpdates and sendMessage, no liz): the "
-        "Telegram I/O that any bot pays.\n"
+        f"CPU per message of each process, {args.messages} messages a round, from idle to "
+        "idle; ratios to the HTTP turn of the same round:\n"
     )
     print(
         "| round | HTTP turn, ms | echo bot, ms | Telegram one at a time, ms | ratio "
