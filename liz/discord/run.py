@@ -26,6 +26,7 @@ async def run_discord(app: App, agent_id: str) -> None:
     from liz.discord.gateway import DiscordGateway, QuietVoice
     from liz.discord.platform import TOKEN_MISSING, DiscordPlatform
     from liz.discord.settings import DiscordSettings
+    from liz.long_lived import startup_objects_frozen
 
     settings = load_settings(DiscordSettings)
     if settings.bot_token is None:
@@ -38,6 +39,7 @@ async def run_discord(app: App, agent_id: str) -> None:
         async with app.open() as framework:
             framework.runtime.llm  # noqa: B018 -- raises LLMNotConfigured now, not at the first message
             bot = ChatBot(agent, framework, platform, source=InputSource.DISCORD)
-            await bot.run()
+            with startup_objects_frozen():
+                await bot.run()
     finally:
         await platform.aclose()

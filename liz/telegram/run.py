@@ -25,6 +25,7 @@ async def run_telegram(app: App, agent_id: str) -> None:
     if find_spec("telegram") is None:
         raise UsageError(MISSING_EXTRA)
     from liz.connectors.bot import ChatBot, stop_on_sigterm
+    from liz.long_lived import startup_objects_frozen
     from liz.telegram.platform import TOKEN_MISSING, TelegramPlatform
     from liz.telegram.redaction import redact_in_logs
     from liz.telegram.settings import TelegramSettings
@@ -44,6 +45,7 @@ async def run_telegram(app: App, agent_id: str) -> None:
         async with app.open() as framework:
             framework.runtime.llm  # noqa: B018 -- raises LLMNotConfigured now, not at the first message
             bot = ChatBot(agent, framework, platform, source=InputSource.TELEGRAM)
-            await bot.run()
+            with startup_objects_frozen():
+                await bot.run()
     finally:
         await platform.aclose()
