@@ -273,13 +273,13 @@ DECISIONS = """## Design decisions and their measured reasons
   see it; with a real LLM most answers take longer, and still show it.
 - **A chat bot's inbox and outbox go straight to the driver; a cycle reads the inbox
   once and the outbox only when a part may wait there**: through SQLAlchemy sessions,
-  and read twice a cycle each, storing a read and
-  reading the messages to answer and the parts to send took about a third of a
-  Telegram message's CPU. **The bots also freeze their startup objects, as `liz serve`
-  does**: a full collection walked some 200k objects. With the line above, in the
-  Telegram table a message one at a time went from 6.96 to 2.96 of an HTTP turn's CPU,
-  in a burst from 4.54 to 1.73 (medians of three rounds; before and after each against
-  the HTTP turns of its own run, one after the other).
+  and read twice a cycle each, storing a read and reading the messages to answer and the
+  parts to send took about a third of a Telegram message's CPU. **The bots also freeze
+  their startup objects, as `liz serve` does**: a full collection walked some 200k
+  objects. With the line above, in the Telegram table a message one at a time went from
+  6.96 to 2.96 of an HTTP turn's CPU, in a burst from 4.54 to 1.73 (medians of three
+  rounds; before and after each against the HTTP turns of its own run, one after the
+  other).
 - **A Telegram message cannot cost an HTTP turn's CPU within 10%**: python-telegram-bot's
   own `getUpdates` and `sendMessage` (the echo bot, no liz at all) cost about as much as
   the whole HTTP turn, request and response included. Taken out, a message one at a time
