@@ -119,34 +119,6 @@ async def send_unsent(
     return sent
 
 
-_PLANNED = Statement.of(
-    'SELECT "botKey", "messageKey", "position", "chatId", "text", "replyTo", "state", '
-    '"attemptedAt", "sentId", "createdAt" FROM "ConnectorOutbox" '
-    'WHERE "botKey" = {} AND "state" = {} ORDER BY "createdAt", "messageKey", "position"'
-)
-
-
-async def _planned(engine: AsyncEngine, bot_key: str) -> list[ConnectorOutboxRecord]:
-    """The bot's parts to send, in order, in one hop to the driver: read after every answer."""
-    async with connect(engine) as db:
-        rows = await db.fetch(_PLANNED, bot_key, PLANNED)
-    return [
-        ConnectorOutboxRecord(
-            bot_key=row[0],
-            message_key=row[1],
-            position=row[2],
-            chat_id=row[3],
-            text=row[4],
-            reply_to=row[5],
-            state=row[6],
-            attempted_at=None if row[7] is None else read_utc(row[7]),
-            sent_id=row[8],
-            created_at=read_utc(row[9]),
-        )
-        for row in rows
-    ]
-
-
 async def _send_and_note(
     platform: ChatPlatform, engine: AsyncEngine, row: ConnectorOutboxRecord
 ) -> str:
@@ -190,3 +162,31 @@ async def _mark(engine: AsyncEngine, statement: Statement, *values: object) -> N
     """One outbox row's update, straight to the driver: two per part sent."""
     async with connect(engine) as db:
         await db.commit(statement.bind(*values))
+
+
+_PLANNED = Statement.of(
+    'SELECT "botKey", "messageKey", "position", "chatId", "text", "replyTo", "state", '
+    '"attemptedAt", "sentId", "createdAt" FROM "ConnectorOutbox" '
+    'WHERE "botKey" = {} AND "state" = {} ORDER BY "createdAt", "messageKey", "position"'
+)
+
+
+async def _planned(engine: AsyncEngine, bot_key: str) -> list[ConnectorOutboxRecord]:
+    """The bot's parts to send, in order, in one hop to the driver: read after every answer."""
+    async with connect(engine) as db:
+        rows = await db.fetch(_PLANNED, bot_key, PLANNED)
+    return [
+        ConnectorOutboxRecord(
+            bot_key=row[0],
+            message_key=row[1],
+            position=row[2],
+            chat_id=row[3],
+            text=row[4],
+            reply_to=row[5],
+            state=row[6],
+            attempted_at=None if row[7] is None else read_utc(row[7]),
+            sent_id=row[8],
+            created_at=read_utc(row[9]),
+        )
+        for row in rows
+    ]
