@@ -65,7 +65,7 @@ def answers(discord: FakeDiscord, text: str) -> int:
 async def test_a_direct_message_is_answered_as_a_reply_with_typing_shown(
     framework: AgentFramework, agent: BaseAgent, scripted: ScriptedOpenAI
 ) -> None:
-    scripted.respond_with(Brain())
+    scripted.respond_with(Brain(pause=1.5))  # "typing" shows once an answer takes a while
     discord = FakeDiscord()
     async with running(framework, agent, discord):
         said = discord.say("hello", user_id=7)

@@ -32,7 +32,7 @@ GUILD, CHANNEL, DM = 700, 701, 702
 async def test_discord_py_messages_are_answered_as_replies_that_ping_only_the_author(
     framework: AgentFramework, agent: BaseAgent, scripted: ScriptedOpenAI, tmp_path: Path
 ) -> None:
-    brain = Brain()
+    brain = Brain(pause=1.5)  # "typing" shows once an answer takes a while
     scripted.respond_with(brain)
     discord = DiscordServer(username="liz_bot")
     with discord.serve(tmp_path) as connector:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
+import time
 
 import httpx
 
@@ -61,3 +63,19 @@ def test_an_offset_confirms_earlier_updates_and_a_wrong_token_is_401() -> None:
     assert wrong.status_code == 401 and wrong.json()["ok"] is False
     assert limited.status_code == 429
     assert limited.json()["parameters"] == {"retry_after": 3}
+
+
+def test_a_long_poll_shows_as_polling_until_an_update_comes() -> None:
+    telegram = FakeTelegram(token=TOKEN)
+    with telegram.serve() as root, httpx.Client(base_url=f"{root}/bot{TOKEN}") as client:
+        assert not telegram.polling()
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            waiting = pool.submit(client.post, "/getUpdates", json={"timeout": 20})
+            deadline = time.monotonic() + 10
+            while not telegram.polling() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert telegram.polling()
+            update = telegram.say("hi", user_id=7)
+            answer = waiting.result(timeout=10).json()
+        assert [u["update_id"] for u in answer["result"]] == [update]
+        assert not telegram.polling()

@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from liz.testing.fake_telegram import FakeTelegram
-from liz.testing.openai_server import ScriptedOpenAI
+from liz.testing.openai_server import RecordedRequest, ScriptedOpenAI
 from tests.telegram_process import (
     TOKEN,
     Brain,
     answers,
     bot_env,
+    last_user_text,
     polled_after_last_send,
     running_bot,
     wait_until,
@@ -135,8 +137,30 @@ def test_in_a_group_only_messages_for_the_bot_are_answered(tmp_path: Path) -> No
     assert "Grace just opened a chat with you on Telegram" in private[1]
     assert private[2] == "Re: last one"
     assert not any("lunch" in asked or "help" in asked for asked in brain.asked)
+
+
+def test_typing_shows_while_a_slow_answer_is_thought_and_not_for_a_quick_one(
+    tmp_path: Path,
+) -> None:
+    telegram = FakeTelegram(token=TOKEN)
+    llm = ScriptedOpenAI()
+    quick, slow = Brain(), Brain(pause=2.5)
+
+    async def brain(request: RecordedRequest) -> Any:
+        thinker = slow if last_user_text(request).startswith("slow") else quick
+        return await thinker(request)
+
+    llm.respond_with(brain)
+    telegram.say("quick question", user_id=7)
+    telegram.say("slow question", user_id=8)
+    with telegram.serve() as api_url, llm.serve() as llm_url:
+        env = bot_env(api_url, llm_url, f"file:{tmp_path / 'liz.db'}")
+        with running_bot(env, tmp_path):
+            wait_until(lambda: answers(telegram, "slow question") == 1, "the slow answer")
+    assert answers(telegram, "quick question") == 1
     typing = [c for c in telegram.calls if c.method == "sendChatAction"]
     assert typing and all(c.params["action"] == "typing" for c in typing)
+    assert {int(c.params["chat_id"]) for c in typing} == {8}
 
 
 def test_two_processes_for_one_bot_one_polls_the_other_waits(

@@ -58,6 +58,7 @@ class ChatBot:
         clock: Clock | None = None,
         leader: LeaderLock | None = None,
         leader_retry_seconds: float = 5.0,
+        typing_after_seconds: float = 1.0,
         typing_every_seconds: float = 4.0,
         max_backoff_seconds: float = 60.0,
         agents: Mapping[str, BaseAgent] | None = None,
@@ -72,9 +73,14 @@ class ChatBot:
         self.clock = clock or SystemClock()
         self.leader = leader
         self.leader_retry_seconds = leader_retry_seconds
+        self.typing_after_seconds = typing_after_seconds
         self.typing_every_seconds = typing_every_seconds
         self.max_backoff_seconds = max_backoff_seconds
         self.identity: BotIdentity | None = None
+        # False while the outbox may hold parts to send: at the start of serving (a
+        # stop may have left some), once a turn may have planned some, after a failed
+        # send. Each answer's parts are sent right after it, so a cycle need not look.
+        self._outbox_clear = False
 
     @property
     def bot_key(self) -> str:
@@ -122,25 +128,26 @@ class ChatBot:
         # Two backoffs: reading goes on while answering waits for the LLM to come back.
         read_backoff = answer_backoff = 0.0
         answer_after = self.clock.now()
+        self._outbox_clear = False
         while await leader.still_held():
             try:
-                await self._send_unsent()
+                if not self._outbox_clear:
+                    await self._send_unsent()
                 if self.clock.now() >= answer_after:
                     await self._answer_waiting()
                     answer_backoff = 0.0
                 batch = await self.platform.read(position)
-                async with sessions() as session, session.begin():
-                    new = await inbox.store_batch(
-                        session,
-                        bot_key=self.bot_key,
-                        agent_id=self.agent.agent_id,
-                        batch=batch,
-                        at=self.clock.now(),
-                    )
+                await inbox.store_batch(
+                    self.framework.runtime.engine,
+                    bot_key=self.bot_key,
+                    agent_id=self.agent.agent_id,
+                    batch=batch,
+                    at=self.clock.now(),
+                )
                 position = batch.position or position
                 read_backoff = 0.0
-                if new:
-                    logger.debug("%s: %d new message(s)", self.bot_key, new)
+                if batch.messages:
+                    logger.debug("%s: %d message(s) read", self.bot_key, len(batch.messages))
             except ConnectorAuthError:
                 raise
             except ConnectorRateLimited as exc:
@@ -165,19 +172,23 @@ class ChatBot:
     async def _answer_waiting(self) -> None:
         """Answer the inbox's messages, oldest first; stop at a failure that passes."""
         while True:
-            async with self.framework.runtime.sessions() as session:
-                waiting = await inbox.to_answer(session, self.bot_key, _ANSWER_BATCH)
-            if not waiting:
-                return
+            waiting = await inbox.to_answer(
+                self.framework.runtime.engine, self.bot_key, _ANSWER_BATCH
+            )
             for message in waiting:
                 await self._answer(message)
                 await self._send_unsent()
+            if len(waiting) < _ANSWER_BATCH:
+                # All there was: what comes meanwhile is read, or woken for, next cycle.
+                return
 
     async def _send_unsent(self) -> None:
         runtime = self.framework.runtime
-        await send_unsent(self.platform, runtime.sessions, runtime.engine, self.bot_key, self.clock)
+        await send_unsent(self.platform, runtime.engine, self.bot_key, self.clock)
+        self._outbox_clear = True
 
     async def _answer(self, message: ConnectorInboxRecord) -> None:
+        self._outbox_clear = False
         agent = self.agents.get(message.agent_id, self.agent)
         input = InputObject(
             source=self.source,
@@ -220,15 +231,20 @@ class ChatBot:
 
     @contextlib.asynccontextmanager
     async def _typing(self, chat_id: str) -> AsyncIterator[None]:
-        """Show "typing" in the chat while the block runs.
+        """Show "typing" in the chat while the block runs, once it has run a noticeable time.
 
-        The last call is let finish rather than cancelled: an HTTP call cancelled
-        half-way can leave its pooled connection unusable, and enough of those (one
-        per answer) would leave no connection to send replies with.
+        An answer that comes at once needs no "typing" (Telegram asks bots to show an
+        action only then): it would cost a call to the platform, and a share of the
+        bot's rate limit, for an indicator gone before anyone could notice it. The last call is let
+        finish rather than cancelled: an HTTP call cancelled half-way can leave its
+        pooled connection unusable, and enough of those (one per answer) would leave
+        no connection to send replies with.
         """
         done = asyncio.Event()
 
         async def keep_typing() -> None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(done.wait(), self.typing_after_seconds)
             while not done.is_set():
                 try:
                     await self.platform.typing(chat_id)

@@ -21,12 +21,17 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from sqlalchemy import bindparam, func, insert, select, update
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from liz.connectors.errors import ConnectorRateLimited, ConnectorRejected
 from liz.connectors.inbox import ANSWERED, RECEIVED
 from liz.connectors.platform import ChatPlatform
-from liz.connectors.tables import ConnectorInboxRecord, ConnectorOutboxRecord
+from liz.connectors.tables import (
+    ConnectorInboxRecord,
+    ConnectorOutboxRecord,
+    from_row,
+    select_rows,
+)
 from liz.db.driver import Bound, Statement, connect
 from liz.types import Clock
 
@@ -85,7 +90,6 @@ def reply_statements(
 
 async def send_unsent(
     platform: ChatPlatform,
-    sessions: async_sessionmaker[AsyncSession],
     engine: AsyncEngine,
     bot_key: str,
     clock: Clock,
@@ -96,21 +100,7 @@ async def send_unsent(
     good is dropped (logged), so one gone chat never holds up the others; any other
     failure is raised with the part kept, to be sent on the next call.
     """
-    async with sessions() as session:
-        rows = list(
-            await session.scalars(
-                select(ConnectorOutboxRecord)
-                .where(
-                    ConnectorOutboxRecord.bot_key == bot_key,
-                    ConnectorOutboxRecord.state == PLANNED,
-                )
-                .order_by(
-                    ConnectorOutboxRecord.created_at,
-                    ConnectorOutboxRecord.message_key,
-                    ConnectorOutboxRecord.position,
-                )
-            )
-        )
+    rows = await _planned(engine, bot_key)
     sent = 0
     for row in rows:
         if row.attempted_at is not None:
@@ -207,3 +197,17 @@ async def _mark(
                 **values,
             )
         )
+
+
+_PLANNED = Statement(
+    select_rows(_OUTBOX)
+    .where(_OUTBOX.bot_key == bindparam("bot_key"), _OUTBOX.state == PLANNED)
+    .order_by(_OUTBOX.created_at, _OUTBOX.message_key, _OUTBOX.position)
+)
+
+
+async def _planned(engine: AsyncEngine, bot_key: str) -> list[ConnectorOutboxRecord]:
+    """The bot's parts to send, in order, in one hop to the driver: read after every answer."""
+    async with connect(engine) as db:
+        rows = await db.fetch(_PLANNED, bot_key=bot_key)
+    return [from_row(_OUTBOX, row) for row in rows]

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from liz.agent import BaseAgent
 from liz.connectors.bot import ChatBot
 from liz.connectors.platform import ChatPlatform
+from liz.runtime.long_lived import startup_objects_frozen
 from liz.types import InputSource
 
 if TYPE_CHECKING:
@@ -39,7 +40,9 @@ async def run_chat_bot(
     try:
         async with app.open() as framework:
             framework.runtime.llm  # noqa: B018 -- raises LLMNotConfigured now, not at the first message
-            await ChatBot(agent, framework, platform, source=source).run()
+            bot = ChatBot(agent, framework, platform, source=source)
+            with startup_objects_frozen():
+                await bot.run()
     finally:
         await platform.aclose()
 

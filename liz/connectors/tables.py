@@ -12,12 +12,16 @@ a part is marked sent once the platform took it.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any, TypeVar
 
-from sqlalchemy import BigInteger, Index, Integer, PrimaryKeyConstraint, Text, func
+from sqlalchemy import BigInteger, Index, Integer, PrimaryKeyConstraint, Select, Text, func, select
+from sqlalchemy import inspect as inspect_mapped
 from sqlalchemy.orm import Mapped, mapped_column
 
 from liz.db.tables import Base
 from liz.db.types import UTCDateTime
+
+R = TypeVar("R", bound=Base)
 
 
 class ConnectorCursorRecord(Base):
@@ -84,3 +88,17 @@ class ConnectorOutboxRecord(Base):
     created_at: Mapped[datetime] = mapped_column(
         "createdAt", UTCDateTime(), server_default=func.current_timestamp()
     )
+
+
+def select_rows(record: type[R]) -> Select[Any]:
+    """A select of every column of ``record``'s table, in the order :func:`from_row` reads."""
+    return select(*(getattr(record, field) for field in _fields(record)))
+
+
+def from_row(record: type[R], row: Any) -> R:
+    """The ``record`` a row of :func:`select_rows` holds (not tied to a session)."""
+    return record(**dict(zip(_fields(record), row, strict=True)))
+
+
+def _fields(record: type[Base]) -> list[str]:
+    return [attribute.key for attribute in inspect_mapped(record).column_attrs]

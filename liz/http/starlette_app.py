@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Protocol
@@ -25,6 +24,7 @@ from liz.http.openapi import api_doc_routes
 from liz.http.usage import usage
 from liz.pipeline import AgentFramework
 from liz.playground import KeyPromptGate, favicon_routes, playground_routes
+from liz.runtime.long_lived import startup_objects_frozen
 from liz.telegram.webhook import telegram_webhook, webhook_routes
 
 
@@ -105,35 +105,9 @@ def served_app(liz_app: App) -> Starlette:
             telegram_webhook(app.state, framework, liz_app.agents),
         ):
             app.state.framework = framework
-            thresholds = gc.get_threshold()
-            freeze_startup_objects()
-            try:
+            with startup_objects_frozen():
                 yield
-            finally:
-                gc.unfreeze()  # the process may go on (tests, an embedding app)
-                gc.set_threshold(*thresholds)
 
     app = starlette_app(liz_app.settings, lifespan)
     app.state.agents = liz_app.agents
     return app
-
-
-# New objects (those still alive) that start a pass of the garbage collector.
-YOUNG_OBJECTS_PER_COLLECTION = 5_000
-
-
-def freeze_startup_objects() -> None:
-    """Keep what was built to start serving out of the garbage collector's way.
-
-    The modules, schemas, models and templates loaded at startup live as long as the
-    process, yet every full collection would walk them all again, a pause each time.
-    Frozen, they are never walked again.
-
-    A turn leaves no reference cycles behind (its objects go as it ends), so a pass
-    over the youngest generation finds little garbage, only the objects of the turns
-    under way: :data:`YOUNG_OBJECTS_PER_COLLECTION` makes such passes rarer than
-    Python's default of one every 700 new objects.
-    """
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(YOUNG_OBJECTS_PER_COLLECTION, *gc.get_threshold()[1:])

@@ -206,14 +206,13 @@ async def _store(
         ),
     )
     batch = Batch(position=str(update.update_id), messages=[] if found is None else [found])
-    async with framework.runtime.sessions() as session, session.begin():
-        await inbox.store_batch(
-            session,
-            bot_key=f"telegram:{me.id}",
-            agent_id=agent_id,
-            batch=batch,
-            at=framework.runtime.clock.now(),
-        )
+    await inbox.store_batch(
+        framework.runtime.engine,
+        bot_key=f"telegram:{me.id}",
+        agent_id=agent_id,
+        batch=batch,
+        at=framework.runtime.clock.now(),
+    )
     if found is not None:
         webhook.arrived.set()
     return JSONResponse({"ok": True})

@@ -186,6 +186,11 @@ class FakeTelegram:
         with self._lock:
             return sum(1 for u in self._state.updates if u["update_id"] > self._state.confirmed)
 
+    def polling(self) -> bool:
+        """Whether a ``getUpdates`` call is waiting for updates now (a long poll)."""
+        with self._lock:
+            return self._state.polling > 0
+
     @contextmanager
     def serve(self) -> Iterator[str]:
         """Serve over real HTTP on 127.0.0.1 in a thread; yields the API root
