@@ -10,6 +10,7 @@ ROOT = Path(__file__).parent.parent
 SCRIPT = ROOT / "bench" / "performance_page.py"
 BENCHES = ["pipeline", "memory", "embedding_request", "context", "prompt_cache", "learning_cost"]
 BENCHES += ["cli_startup", "tools", "llm_boundary", "observe", "metrics", "pipeline-vs-17afadf"]
+BENCHES += ["telegram_cost"]
 
 
 def write_page(outputs: Path, page: Path, *more: str) -> str:
