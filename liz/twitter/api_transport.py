@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, TypeVar
 
 from liz.errors import UsageError
@@ -18,12 +19,12 @@ from liz.twitter.errors import (
     TwitterDuplicate,
     TwitterError,
     TwitterNotFound,
-    TwitterOutcomeUnknown,
     TwitterRateLimited,
     TwitterRejected,
     TwitterTransientError,
+    answer_lost,
 )
-from liz.twitter.paging import FetchPage, TimelineReader, TweetPage
+from liz.twitter.paging import TimelineReaders, TweetPage
 from liz.twitter.settings import TwitterSettings
 from liz.twitter.transport import Tweet, TwitterUser
 
@@ -33,8 +34,6 @@ TWEET_FIELDS = ["author_id", "conversation_id", "created_at", "referenced_tweets
 EXPANSIONS = ["author_id", "attachments.media_keys"]
 MEDIA_FIELDS = ["url", "type"]
 PAGE_SIZE = 100
-# Calls whose effect is unknown when their answer is lost.
-WRITES = frozenset({"create_tweet"})
 
 
 def translate_tweepy_error(exc: BaseException, operation: str) -> TwitterError:
@@ -57,9 +56,7 @@ def translate_tweepy_error(exc: BaseException, operation: str) -> TwitterError:
     if isinstance(exc, aiohttp.ClientConnectorError):
         return TwitterTransientError(detail)  # never reached X: nothing happened there
     if isinstance(exc, tweepy.TwitterServerError | aiohttp.ClientError | asyncio.TimeoutError):
-        # X may have acted before the answer was lost: a post may be out.
-        unknown = operation in WRITES
-        return (TwitterOutcomeUnknown if unknown else TwitterTransientError)(detail)
+        return answer_lost(operation, detail)
     return TwitterError(detail)
 
 
@@ -91,7 +88,7 @@ class TweepyTransport:
         # Replies posted by the bot belong to their parent's conversation; X's
         # create call does not say which, so remember what we have seen.
         self._conversations: dict[int, int] = {}
-        self._readers: dict[str, TimelineReader] = {}
+        self._readers = TimelineReaders()
 
     @classmethod
     def from_settings(cls, settings: TwitterSettings) -> TweepyTransport:
@@ -156,8 +153,7 @@ class TweepyTransport:
     async def mentions(
         self, since_id: int | None, *, not_before: datetime | None = None
     ) -> list[Tweet]:
-        reader = self._reader("mentions", self._mentions_page)
-        return await reader.read(since_id, not_before=not_before)
+        return await self._readers.read("mentions", self._mentions_page, since_id, not_before)
 
     async def user_tweets(
         self, username: str, since_id: int | None, *, not_before: datetime | None = None
@@ -168,27 +164,14 @@ class TweepyTransport:
             if found.data is None:
                 raise TwitterNotFound(f"no X user named {username!r}")
             self._user_ids[key] = int(found.data.id)
-        user_id = self._user_ids[key]
-
-        async def page(since: int | None, token: str | None) -> TweetPage:
-            return await self._timeline_page(user_id, since, token)
-
-        return await self._reader(f"user:{key}", page).read(since_id, not_before=not_before)
+        page = partial(self._timeline_page, self._user_ids[key])
+        return await self._readers.read(f"user:{key}", page, since_id, not_before)
 
     async def own_tweets(
         self, since_id: int | None, *, not_before: datetime | None = None
     ) -> list[Tweet]:
-        account = await self.me()
-
-        async def page(since: int | None, token: str | None) -> TweetPage:
-            return await self._timeline_page(account.id, since, token)
-
-        return await self._reader("own", page).read(since_id, not_before=not_before)
-
-    def _reader(self, key: str, fetch_page: FetchPage) -> TimelineReader:
-        if key not in self._readers:
-            self._readers[key] = TimelineReader(fetch_page)
-        return self._readers[key]
+        page = partial(self._timeline_page, (await self.me()).id)
+        return await self._readers.read("own", page, since_id, not_before)
 
     async def _mentions_page(self, since_id: int | None, token: str | None) -> TweetPage:
         account = await self.me()
