@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from datetime import datetime, timedelta
 from functools import partial
-from typing import Literal
+from typing import Literal, Protocol
 
 from pydantic import BaseModel, Field
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -73,8 +73,13 @@ from liz.types import InputObject, InputSource, InputType
 
 logger = logging.getLogger(__name__)
 
-# fetch(since_id, not_before): every tweet of a stream above the cursor (every page).
-Fetch = Callable[[int | None, datetime | None], Awaitable[list[Tweet]]]
+
+class Fetch(Protocol):
+    """Every tweet of a stream above the cursor (every page): a transport's timeline read."""
+
+    def __call__(
+        self, since_id: int | None, *, not_before: datetime | None
+    ) -> Awaitable[list[Tweet]]: ...
 
 
 class ShouldRespond(BaseModel):
@@ -112,22 +117,11 @@ class ReplyCycle:
         if not self.ctx.dry_run:
             await self._finish_replies()
             await self._unseen.look()
-
-        async def mentions(since_id: int | None, not_before: datetime | None) -> list[Tweet]:
-            found = await transport.mentions(since_id, not_before=not_before)
-            metrics.twitter("read", len(found))
-            return found
-
-        await self._run_stream(MENTIONS_STREAM, mentions)
+        await self._run_stream(MENTIONS_STREAM, transport.mentions)
         for username in self.ctx.settings.target_users:
-            await self._run_stream(target_stream(username), partial(self._user_tweets, username))
-
-    async def _user_tweets(
-        self, username: str, since_id: int | None, not_before: datetime | None
-    ) -> list[Tweet]:
-        found = await self.ctx.transport.user_tweets(username, since_id, not_before=not_before)
-        metrics.twitter("read", len(found))
-        return found
+            await self._run_stream(
+                target_stream(username), partial(transport.user_tweets, username)
+            )
 
     async def _run_stream(self, stream: str, fetch: Fetch) -> None:
         ctx = self.ctx
@@ -136,13 +130,14 @@ class ReplyCycle:
         # Every page back to the cursor; with no cursor yet, back to the oldest answerable.
         not_before = self._oldest_answerable(stream) if cursor is None else None
         try:
-            fetched = await fetch(cursor, not_before)
+            fetched = await fetch(cursor, not_before=not_before)
         except (TwitterNotFound, TwitterRejected) as exc:
             if stream == MENTIONS_STREAM:
                 raise
             # One unreadable target user (renamed, protected) must not keep the others unread.
             logger.warning("cannot read %s: %s; check TWITTER_TARGET_USERS", stream, exc.message)
             return
+        metrics.twitter("read", len(fetched))
         tweets = sorted(fetched, key=lambda t: t.id)
         for tweet in tweets:
             if tweet.author_id == ctx.account.id or tweet.id in self._dry_run_seen:
