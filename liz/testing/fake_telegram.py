@@ -204,50 +204,38 @@ class FakeTelegram:
         method = request.path_params["method"]
         params = await _params(request)
         content_type = request.headers.get("content-type", "").split(";")[0]
-        if request.path_params["token"] != self.token:
-            return self._answer(method, params, content_type, 401, description="Unauthorized")
-        with self._lock:
-            waits = self._state.rate_limits.get(method)
-            retry_after = waits.pop(0) if waits else None
-        if retry_after is not None:
-            return self._answer(
-                method,
-                params,
-                content_type,
-                429,
-                description=f"Too Many Requests: retry after {int(retry_after)}",
-                parameters={"retry_after": int(retry_after)},
-            )
-        handler = {
-            "getMe": self._get_me,
-            "getUpdates": self._get_updates,
-            "sendMessage": self._send_message,
-            "sendChatAction": self._true,
-            "setWebhook": self._true,
-            "deleteWebhook": self._true,
-            "close": self._true,
-        }.get(method)
-        if handler is None:
-            return self._answer(method, params, content_type, 404, description="Not Found")
         try:
-            result = await handler(params, content_type)
+            if request.path_params["token"] != self.token:
+                raise _Refused(401, "Unauthorized")
+            with self._lock:
+                waits = self._state.rate_limits.get(method)
+                retry_after = int(waits.pop(0)) if waits else None
+            if retry_after is not None:
+                raise _Refused(
+                    429,
+                    f"Too Many Requests: retry after {retry_after}",
+                    {"retry_after": retry_after},
+                )
+            handler = {
+                "getMe": self._get_me,
+                "getUpdates": self._get_updates,
+                "sendMessage": self._send_message,
+                "sendChatAction": self._true,
+                "setWebhook": self._true,
+                "deleteWebhook": self._true,
+                "close": self._true,
+            }.get(method)
+            if handler is None:
+                raise _Refused(404, "Not Found")
+            status, body = 200, {"ok": True, "result": await handler(params, content_type)}
         except _Refused as refused:
-            return self._answer(
-                method, params, content_type, refused.status, description=refused.description
-            )
-        return self._answer(method, params, content_type, 200, result=result)
-
-    def _answer(
-        self, method: str, params: dict[str, Any], content_type: str, status: int, **body: Any
-    ) -> Response:
+            status = refused.status
+            body = {"ok": False, "error_code": status, "description": refused.description}
+            if refused.parameters is not None:
+                body["parameters"] = refused.parameters
         with self._lock:
             self.calls.append(Call(method, params, status, content_type))
-        if status == 200:
-            return JSONResponse({"ok": True, "result": body["result"]})
-        error = {"ok": False, "error_code": status, "description": body["description"]}
-        if "parameters" in body:
-            error["parameters"] = body["parameters"]
-        return JSONResponse(error, status_code=status)
+        return JSONResponse(body, status_code=status)
 
     def _me(self) -> dict[str, Any]:
         return {
@@ -298,7 +286,7 @@ class FakeTelegram:
         text = str(params.get("text") or "")
         if not text.strip():
             raise _Refused(400, "Bad Request: message text is empty")
-        if len(text.encode("utf-16-le")) // 2 > 4096:
+        if _utf16(text) > 4096:
             raise _Refused(400, "Bad Request: message is too long")
         chat_id = int(params["chat_id"])
         reply = params.get("reply_parameters") or {}
@@ -316,10 +304,15 @@ class FakeTelegram:
 
 
 class _Refused(Exception):
-    def __init__(self, status: int, description: str) -> None:
+    """A call the Bot API answers with an error."""
+
+    def __init__(
+        self, status: int, description: str, parameters: dict[str, Any] | None = None
+    ) -> None:
         super().__init__(description)
         self.status = status
         self.description = description
+        self.parameters = parameters
 
 
 async def _params(request: Request) -> dict[str, Any]:
