@@ -1,13 +1,8 @@
 """Finding a post whose call got no answer, and when to give up looking and post it again.
 
-A post call that times out (or whose process dies mid-call) may have reached X.
-The tweet is looked for among the account's own recent tweets; one found there
-is taken as posted. X's timelines lag, so a miss proves little at first: until
-``TWITTER_UNCONFIRMED_POST_WAIT_MINUTES`` have passed since the call began, a
-miss raises :class:`TwitterPostUnconfirmed` and nothing is posted, and the caller
-looks again later (several times, spaced out by the loop's backoff or polling).
-Only a lookup made after the wait that still finds nothing lets the tweet be
-posted again (:mod:`liz.twitter.outbox`, where X's duplicate refusal is the last guard).
+A tweet found among the account's own is taken as posted; X's timelines lag, so a
+miss raises :class:`TwitterPostUnconfirmed` until the wait is over (the rules are
+:mod:`liz.twitter.outbox`'s).
 """
 
 from __future__ import annotations

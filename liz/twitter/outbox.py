@@ -144,15 +144,9 @@ async def thread_is_planned(session: AsyncSession, *, account_id: int, key: str)
 async def send_thread(ctx: BotContext, key: str) -> list[int]:
     """Post the thread's tweets not yet on X, in order; the ids of its tweets on X.
 
-    A failure that leaves a tweet's fate unknown is raised with the thread kept: the
-    next call looks for that tweet on X first, and raises
-    :class:`~liz.twitter.errors.TwitterPostUnconfirmed` while it is not found and the
-    wait for it is not over. If X refuses a tweet for
-    good, a thread with tweets out already ends there; a thread with none out is
-    removed from the outbox and the refusal raised, so the caller may write it anew.
-    A tweet X refused as a duplicate of its own earlier, unanswered post call is out
-    but its id may not be known yet: it is left out of the ids returned. So is one X
-    refused for good after such a call, which may be out: never written anew.
+    As the module says. If X refuses a tweet for good, a thread with tweets out ends
+    there; one with none out is removed and the refusal raised, so the caller may write
+    it anew. A tweet taken as out whose id is not known is left out of the ids.
     """
     async with ctx.sessions() as session:
         rows = list(

@@ -9,11 +9,9 @@ on X. An unfinished reply (cut short, rate limited, or its fate unknown after a
 timeout) is finished at the start of the next cycle, never written and posted anew;
 only when X refuses its first tweet for good is the mark taken back, so it is tried
 again. A reply X refuses as duplicate content (two mentions asking the same thing) is
-written once more, the agent told to vary it, and only then given up, in one line.
-A reply whose post call got no answer is sent again only once X has not shown
-it for ``TWITTER_UNCONFIRMED_POST_WAIT_MINUTES`` (:mod:`liz.twitter.outbox`); it
-is looked for at the start of each cycle meanwhile, and other mentions are
-answered as usual while it waits.
+written once more, the agent told to vary it, and only then given up. A reply whose
+post call got no answer waits as :mod:`liz.twitter.outbox` says, looked for each cycle,
+while other mentions are answered as usual.
 Every page of new tweets is read back to the cursor before any is handled (a
 storm of mentions may take several polls when X rate-limits the reading).
 Tweets are handled oldest first and a cycle stops at the first failure that
