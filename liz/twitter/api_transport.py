@@ -30,9 +30,19 @@ from liz.twitter.transport import Tweet, TwitterUser
 
 T = TypeVar("T")
 
-TWEET_FIELDS = ["author_id", "conversation_id", "created_at", "referenced_tweets", "attachments"]
-EXPANSIONS = ["author_id", "attachments.media_keys"]
-MEDIA_FIELDS = ["url", "type"]
+# What every tweet read asks X to include: enough for a Tweet with its author and photos.
+FIELDS: dict[str, Any] = {
+    "tweet_fields": [
+        "author_id",
+        "conversation_id",
+        "created_at",
+        "referenced_tweets",
+        "attachments",
+    ],
+    "expansions": ["author_id", "attachments.media_keys"],
+    "media_fields": ["url", "type"],
+    "user_fields": ["username"],
+}
 PAGE_SIZE = 100
 
 
@@ -153,7 +163,8 @@ class TweepyTransport:
     async def mentions(
         self, since_id: int | None, *, not_before: datetime | None = None
     ) -> list[Tweet]:
-        return await self._readers.read("mentions", self._mentions_page, since_id, not_before)
+        page = partial(self._page, "get_users_mentions", (await self.me()).id)
+        return await self._readers.read("mentions", page, since_id, not_before)
 
     async def user_tweets(
         self, username: str, since_id: int | None, *, not_before: datetime | None = None
@@ -164,50 +175,37 @@ class TweepyTransport:
             if found.data is None:
                 raise TwitterNotFound(f"no X user named {username!r}")
             self._user_ids[key] = int(found.data.id)
-        page = partial(self._timeline_page, self._user_ids[key])
+        page = partial(self._page, "get_users_tweets", self._user_ids[key], exclude=["retweets"])
         return await self._readers.read(f"user:{key}", page, since_id, not_before)
 
     async def own_tweets(
         self, since_id: int | None, *, not_before: datetime | None = None
     ) -> list[Tweet]:
-        page = partial(self._timeline_page, (await self.me()).id)
+        account = await self.me()
+        page = partial(self._page, "get_users_tweets", account.id, exclude=["retweets"])
         return await self._readers.read("own", page, since_id, not_before)
 
-    async def _mentions_page(self, since_id: int | None, token: str | None) -> TweetPage:
-        account = await self.me()
-        response = await self._call(
-            "get_users_mentions",
-            self.client.get_users_mentions(
-                account.id,
-                since_id=since_id,
-                max_results=PAGE_SIZE,
-                pagination_token=token,
-                user_auth=True,
-                **_fields(),
-            ),
-        )
-        return self.page(response)
-
-    async def _timeline_page(
-        self, user_id: int, since_id: int | None, token: str | None
+    async def _page(
+        self, operation: str, user_id: int, since_id: int | None, token: str | None, **extra: Any
     ) -> TweetPage:
+        """One page of a user's timeline (``get_users_tweets``) or mentions."""
         response = await self._call(
-            "get_users_tweets",
-            self.client.get_users_tweets(
+            operation,
+            getattr(self.client, operation)(
                 user_id,
                 since_id=since_id,
                 max_results=PAGE_SIZE,
                 pagination_token=token,
-                exclude=["retweets"],
                 user_auth=True,
-                **_fields(),
+                **extra,
+                **FIELDS,
             ),
         )
         return self.page(response)
 
     async def get_tweet(self, tweet_id: int) -> Tweet:
         response = await self._call(
-            "get_tweet", self.client.get_tweet(tweet_id, user_auth=True, **_fields())
+            "get_tweet", self.client.get_tweet(tweet_id, user_auth=True, **FIELDS)
         )
         tweets = self._tweets(response)
         if not tweets:
@@ -258,12 +256,3 @@ class TweepyTransport:
             self._conversations[tweet.id] = tweet.conversation_id
             tweets.append(tweet)
         return tweets
-
-
-def _fields() -> dict[str, Any]:
-    return {
-        "tweet_fields": TWEET_FIELDS,
-        "expansions": EXPANSIONS,
-        "media_fields": MEDIA_FIELDS,
-        "user_fields": ["username"],
-    }
