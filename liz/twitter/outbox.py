@@ -86,21 +86,16 @@ def new_post_key() -> str:
 
 
 async def plan_thread(
-    session: AsyncSession,
-    *,
-    account_id: int,
-    key: str,
-    texts: list[str],
-    reply_to: int | None,
-    at: datetime,
+    session: AsyncSession, ctx: BotContext, key: str, texts: list[str], reply_to: int | None
 ) -> None:
     """Write the thread's tweets to the outbox (the caller commits), none posted yet."""
     if not texts:
         raise LizError(f"thread {key} has no tweets to post")
+    at = ctx.clock.now()
     for position, text in enumerate(texts):
         session.add(
             OutboxTweetRecord(
-                account_id=str(account_id),
+                account_id=str(ctx.account.id),
                 thread_key=key,
                 position=position,
                 text=text,

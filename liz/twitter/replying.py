@@ -235,14 +235,7 @@ class ReplyCycle:
         key = reply_key(tweet.id)
         async with ctx.sessions() as session, session.begin():
             await self._store_decision(session, tweet, stream, "replying")
-            await plan_thread(
-                session,
-                account_id=ctx.account.id,
-                key=key,
-                texts=texts,
-                reply_to=tweet.id,
-                at=ctx.clock.now(),
-            )
+            await plan_thread(session, ctx, key, texts, reply_to=tweet.id)
         await self._send_reply(key)
 
     async def _finish_replies(self) -> None:
