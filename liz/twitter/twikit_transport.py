@@ -233,12 +233,10 @@ class TwikitTransport:
         created = getattr(raw, "created_at_datetime", None) or datetime.now(UTC)
         images = []
         for media in getattr(raw, "media", None) or []:
-            kind = media.get("type") if isinstance(media, dict) else getattr(media, "type", None)
-            url = (
-                media.get("media_url_https")
-                if isinstance(media, dict)
-                else getattr(media, "media_url", None)
-            )
+            if isinstance(media, dict):
+                kind, url = media.get("type"), media.get("media_url_https")
+            else:
+                kind, url = getattr(media, "type", None), getattr(media, "media_url", None)
             if kind == "photo" and url:
                 images.append(str(url))
         return Tweet(
