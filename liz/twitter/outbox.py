@@ -126,12 +126,7 @@ async def unfinished_threads(session: AsyncSession, *, account_id: int, prefix: 
 async def thread_is_planned(session: AsyncSession, *, account_id: int, key: str) -> bool:
     """True while the outbox holds the thread (it is dropped when X refused its first tweet)."""
     found = await session.scalar(
-        select(OutboxTweetRecord.position)
-        .where(
-            OutboxTweetRecord.account_id == str(account_id),
-            OutboxTweetRecord.thread_key == key,
-        )
-        .limit(1)
+        select(OutboxTweetRecord.position).where(*_thread(account_id, key)).limit(1)
     )
     return found is not None
 
@@ -147,10 +142,7 @@ async def send_thread(ctx: BotContext, key: str) -> list[int]:
         rows = list(
             await session.scalars(
                 select(OutboxTweetRecord)
-                .where(
-                    OutboxTweetRecord.account_id == str(ctx.account.id),
-                    OutboxTweetRecord.thread_key == key,
-                )
+                .where(*_thread(ctx.account.id, key))
                 .order_by(OutboxTweetRecord.position)
             )
         )
@@ -284,13 +276,14 @@ async def _refused(
     return _Refused.FOR_GOOD
 
 
+def _thread(account_id: int | str, key: str) -> tuple[ColumnElement[bool], ...]:
+    """The where-clause that picks one account's thread."""
+    return (OutboxTweetRecord.account_id == str(account_id), OutboxTweetRecord.thread_key == key)
+
+
 def this_row(row: OutboxTweetRecord) -> tuple[ColumnElement[bool], ...]:
     """The where-clause that picks ``row`` (its primary key) in an update."""
-    return (
-        OutboxTweetRecord.account_id == row.account_id,
-        OutboxTweetRecord.thread_key == row.thread_key,
-        OutboxTweetRecord.position == row.position,
-    )
+    return (*_thread(row.account_id, row.thread_key), OutboxTweetRecord.position == row.position)
 
 
 async def _set(
@@ -309,8 +302,7 @@ async def _drop_rest(ctx: BotContext, row: OutboxTweetRecord) -> None:
         await session.execute(
             update(OutboxTweetRecord)
             .where(
-                OutboxTweetRecord.account_id == row.account_id,
-                OutboxTweetRecord.thread_key == row.thread_key,
+                *_thread(row.account_id, row.thread_key),
                 OutboxTweetRecord.position >= row.position,
             )
             .values(state=DROPPED)
@@ -319,9 +311,4 @@ async def _drop_rest(ctx: BotContext, row: OutboxTweetRecord) -> None:
 
 async def _drop_thread(ctx: BotContext, key: str) -> None:
     async with ctx.sessions() as session, session.begin():
-        await session.execute(
-            delete(OutboxTweetRecord).where(
-                OutboxTweetRecord.account_id == str(ctx.account.id),
-                OutboxTweetRecord.thread_key == key,
-            )
-        )
+        await session.execute(delete(OutboxTweetRecord).where(*_thread(ctx.account.id, key)))
