@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -75,16 +76,7 @@ class ManualClock:
 
     async def wait_for_sleepers(self, count: int) -> None:
         """Wait (in real time, up to ``timeout``) until ``count`` tasks are asleep here."""
-        try:
-            async with asyncio.timeout(self.timeout):
-                while len(self._sleepers) < count:
-                    waiter = asyncio.get_running_loop().create_future()
-                    self._waiters.append(waiter)
-                    await waiter
-        except TimeoutError:
-            raise TimeoutError(
-                f"expected {count} tasks asleep on the clock, but {len(self._sleepers)} are"
-            ) from None
+        await self._wait_until(lambda: len(self._sleepers) >= count, count)
 
     async def advance(
         self, seconds: float = 0, *, minutes: float = 0, hours: float = 0
@@ -118,11 +110,20 @@ class ManualClock:
         if task is None:
             return expected
         task.add_done_callback(lambda _: self._changed())
+
+        def asleep() -> int:
+            return len(self._sleepers)
+
+        await self._wait_until(
+            lambda: asleep() >= expected or (task.done() and asleep() >= expected - 1), expected
+        )
+        return expected if asleep() >= expected else expected - 1
+
+    async def _wait_until(self, ready: Callable[[], bool], expected: int) -> None:
+        """Wait for ``ready()``, checked each time a task falls asleep or wakes."""
         try:
             async with asyncio.timeout(self.timeout):
-                while len(self._sleepers) < expected:
-                    if task.done() and len(self._sleepers) >= expected - 1:
-                        return expected - 1
+                while not ready():
                     waiter = asyncio.get_running_loop().create_future()
                     self._waiters.append(waiter)
                     await waiter
@@ -130,7 +131,6 @@ class ManualClock:
             raise TimeoutError(
                 f"expected {expected} tasks asleep on the clock, but {len(self._sleepers)} are"
             ) from None
-        return expected
 
     def _changed(self) -> None:
         waiters, self._waiters = self._waiters, []

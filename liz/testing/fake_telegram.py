@@ -68,14 +68,6 @@ class Call:
     content_type: str
 
 
-@dataclass
-class _State:
-    updates: list[dict[str, Any]] = field(default_factory=list)
-    confirmed: int = 0  # every update id up to here was confirmed by an offset
-    rate_limits: dict[str, list[float]] = field(default_factory=dict)
-    polling: int = 0
-
-
 class FakeTelegram:
     """A Bot API server for one bot; thread-safe (``serve()`` runs it in its own thread)."""
 
@@ -93,7 +85,10 @@ class FakeTelegram:
         self.sent: list[SentMessage] = []
         self.calls: list[Call] = []
         self.conflicts = 0
-        self._state = _State()
+        self._updates: list[dict[str, Any]] = []
+        self._confirmed = 0  # every update id up to here was confirmed by an offset
+        self._rate_limits: dict[str, list[float]] = {}
+        self._polling = 0  # getUpdates calls waiting now
         self._lock = threading.Lock()
         self._update_ids = itertools.count(1000)
         self._message_ids = itertools.count(1)
@@ -162,19 +157,19 @@ class FakeTelegram:
             }
         with self._lock:
             update_id = next(self._update_ids)
-            self._state.updates.append({"update_id": update_id, "message": message})
+            self._updates.append({"update_id": update_id, "message": message})
         return update_id
 
     def take_updates(self) -> list[dict[str, Any]]:
         """Remove and return the waiting updates: what Telegram would POST to a webhook."""
         with self._lock:
-            taken, self._state.updates = self._state.updates, []
+            taken, self._updates = self._updates, []
         return taken
 
     def rate_limit(self, method: str, retry_after: float = 1) -> None:
         """The next call of ``method`` gets 429 with ``retry_after`` (whole seconds)."""
         with self._lock:
-            self._state.rate_limits.setdefault(method, []).append(retry_after)
+            self._rate_limits.setdefault(method, []).append(retry_after)
 
     def sent_to(self, chat_id: int) -> list[str]:
         """The texts the bot sent to a chat, in order."""
@@ -184,12 +179,12 @@ class FakeTelegram:
     def pending(self) -> int:
         """Updates not confirmed by the bot yet."""
         with self._lock:
-            return sum(1 for u in self._state.updates if u["update_id"] > self._state.confirmed)
+            return sum(1 for u in self._updates if u["update_id"] > self._confirmed)
 
     def polling(self) -> bool:
         """Whether a ``getUpdates`` call is waiting for updates now (a long poll)."""
         with self._lock:
-            return self._state.polling > 0
+            return self._polling > 0
 
     @contextmanager
     def serve(self) -> Iterator[str]:
@@ -204,50 +199,38 @@ class FakeTelegram:
         method = request.path_params["method"]
         params = await _params(request)
         content_type = request.headers.get("content-type", "").split(";")[0]
-        if request.path_params["token"] != self.token:
-            return self._answer(method, params, content_type, 401, description="Unauthorized")
-        with self._lock:
-            waits = self._state.rate_limits.get(method)
-            retry_after = waits.pop(0) if waits else None
-        if retry_after is not None:
-            return self._answer(
-                method,
-                params,
-                content_type,
-                429,
-                description=f"Too Many Requests: retry after {int(retry_after)}",
-                parameters={"retry_after": int(retry_after)},
-            )
-        handler = {
-            "getMe": self._get_me,
-            "getUpdates": self._get_updates,
-            "sendMessage": self._send_message,
-            "sendChatAction": self._true,
-            "setWebhook": self._true,
-            "deleteWebhook": self._true,
-            "close": self._true,
-        }.get(method)
-        if handler is None:
-            return self._answer(method, params, content_type, 404, description="Not Found")
         try:
-            result = await handler(params, content_type)
+            if request.path_params["token"] != self.token:
+                raise _Refused(401, "Unauthorized")
+            with self._lock:
+                waits = self._rate_limits.get(method)
+                retry_after = int(waits.pop(0)) if waits else None
+            if retry_after is not None:
+                raise _Refused(
+                    429,
+                    f"Too Many Requests: retry after {retry_after}",
+                    {"retry_after": retry_after},
+                )
+            handler = {
+                "getMe": self._get_me,
+                "getUpdates": self._get_updates,
+                "sendMessage": self._send_message,
+                "sendChatAction": self._true,
+                "setWebhook": self._true,
+                "deleteWebhook": self._true,
+                "close": self._true,
+            }.get(method)
+            if handler is None:
+                raise _Refused(404, "Not Found")
+            status, body = 200, {"ok": True, "result": await handler(params, content_type)}
         except _Refused as refused:
-            return self._answer(
-                method, params, content_type, refused.status, description=refused.description
-            )
-        return self._answer(method, params, content_type, 200, result=result)
-
-    def _answer(
-        self, method: str, params: dict[str, Any], content_type: str, status: int, **body: Any
-    ) -> Response:
+            status = refused.status
+            body = {"ok": False, "error_code": status, "description": refused.description}
+            if refused.parameters is not None:
+                body["parameters"] = refused.parameters
         with self._lock:
             self.calls.append(Call(method, params, status, content_type))
-        if status == 200:
-            return JSONResponse({"ok": True, "result": body["result"]})
-        error = {"ok": False, "error_code": status, "description": body["description"]}
-        if "parameters" in body:
-            error["parameters"] = body["parameters"]
-        return JSONResponse(error, status_code=status)
+        return JSONResponse(body, status_code=status)
 
     def _me(self) -> dict[str, Any]:
         return {
@@ -268,37 +251,35 @@ class FakeTelegram:
         timeout = float(params.get("timeout") or 0)
         limit = int(params.get("limit") or 100)
         with self._lock:
-            if self._state.polling:
+            if self._polling:
                 self.conflicts += 1
                 raise _Refused(
                     409,
                     "Conflict: terminated by other getUpdates request; make sure that "
                     "only one bot instance is running",
                 )
-            self._state.polling += 1
+            self._polling += 1
         try:
             deadline = time.monotonic() + timeout
             while True:
                 with self._lock:
                     if offset:
                         # An offset confirms every earlier update: Telegram forgets them.
-                        self._state.confirmed = max(self._state.confirmed, offset - 1)
-                        self._state.updates = [
-                            u for u in self._state.updates if u["update_id"] >= offset
-                        ]
-                    found = [u for u in self._state.updates if u["update_id"] >= offset][:limit]
+                        self._confirmed = max(self._confirmed, offset - 1)
+                        self._updates = [u for u in self._updates if u["update_id"] >= offset]
+                    found = [u for u in self._updates if u["update_id"] >= offset][:limit]
                 if found or time.monotonic() >= deadline:
                     return found
                 await asyncio.sleep(0.02)
         finally:
             with self._lock:
-                self._state.polling -= 1
+                self._polling -= 1
 
     async def _send_message(self, params: dict[str, Any], content_type: str) -> Any:
         text = str(params.get("text") or "")
         if not text.strip():
             raise _Refused(400, "Bad Request: message text is empty")
-        if len(text.encode("utf-16-le")) // 2 > 4096:
+        if _utf16(text) > 4096:
             raise _Refused(400, "Bad Request: message is too long")
         chat_id = int(params["chat_id"])
         reply = params.get("reply_parameters") or {}
@@ -316,10 +297,15 @@ class FakeTelegram:
 
 
 class _Refused(Exception):
-    def __init__(self, status: int, description: str) -> None:
+    """A call the Bot API answers with an error."""
+
+    def __init__(
+        self, status: int, description: str, parameters: dict[str, Any] | None = None
+    ) -> None:
         super().__init__(description)
         self.status = status
         self.description = description
+        self.parameters = parameters
 
 
 async def _params(request: Request) -> dict[str, Any]:

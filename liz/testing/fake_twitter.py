@@ -32,7 +32,7 @@ from liz.twitter.errors import (
     TwitterRejected,
     TwitterTransientError,
 )
-from liz.twitter.paging import TimelineReader, TweetPage
+from liz.twitter.paging import TimelineReaders, TweetPage
 from liz.twitter.splitter import MAX_TWEET_LENGTH, tweet_length
 from liz.twitter.transport import Tweet, TwitterUser
 from liz.types import Clock, SystemClock
@@ -71,7 +71,6 @@ class FakeTwitter:
         user_id: int = 1,
         clock: Clock | None = None,
         max_length: int = MAX_TWEET_LENGTH,
-        first_tweet_id: int = FIRST_TWEET_ID,
         page_size: int = 100,
         refuse_duplicates: bool = False,
     ) -> None:
@@ -88,10 +87,10 @@ class FakeTwitter:
         self.liked: list[int] = []
         self.calls: list[str] = []
         self.closed = False
-        self._next_id = first_tweet_id
+        self._next_id = FIRST_TWEET_ID
         self._failures: list[_Failure] = []
         self._rates: dict[str, _RateWindow] = {}
-        self._readers: dict[str, TimelineReader] = {}
+        self._readers = TimelineReaders()
         self._unseen_until: dict[int, datetime] = {}
         self._down = False
 
@@ -331,9 +330,7 @@ class FakeTwitter:
             more = len(found) > self.page_size
             return TweetPage(tweets, str(tweets[-1].id) if more else None)
 
-        if timeline not in self._readers:
-            self._readers[timeline] = TimelineReader(page)
-        return await self._readers[timeline].read(since_id, not_before=not_before)
+        return await self._readers.read(timeline, page, since_id, not_before)
 
     def _shown(self, tweet: Tweet) -> bool:
         """False while X's timelines lag behind a post (see :meth:`time_out_after_accepting`)."""

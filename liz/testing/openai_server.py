@@ -40,7 +40,7 @@ import threading
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import httpx
 from openai import AsyncOpenAI
@@ -70,7 +70,6 @@ from liz.testing.openai_wire import (
     stream_chunks,
     tool_call_items,
     usage,
-    with_cached_tokens,
 )
 from liz.testing.prompt_cache import PrefixCache, prompt_tokens
 from liz.testing.threaded_server import serve_in_thread
@@ -177,7 +176,7 @@ class ScriptedOpenAI:
             max_retries=max_retries,
             timeout=timeout,
             # The SDK takes httpx clients as well as its own httpx2 ones.
-            http_client=_any(httpx.AsyncClient(transport=transport)),
+            http_client=cast(Any, httpx.AsyncClient(transport=transport)),
         )
 
     def llm_client(
@@ -226,11 +225,11 @@ class ScriptedOpenAI:
             return error_response(answer.status, answer.message, answer.retry_after)
         content = as_content(answer)
         completion_id = f"chatcmpl-scripted-{next(self._ids)}"
-        token_usage = usage(
-            prompt_tokens(body), self.prefix_cache.cached_tokens(body["model"], body), content
-        )
-        if self._cached_tokens is not None:
-            token_usage = with_cached_tokens(token_usage, self._cached_tokens)
+        prompt = prompt_tokens(body)
+        cached = self.prefix_cache.cached_tokens(body["model"], body)
+        if self._cached_tokens is not None:  # report_cached_tokens: at most the whole prompt
+            cached = min(self._cached_tokens, prompt)
+        token_usage = usage(prompt, cached, content)
         calls = tool_call_items(completion_id, answer) if isinstance(answer, ToolCalls) else None
         if not recorded.stream:
             return JSONResponse(
@@ -300,7 +299,3 @@ class ScriptedOpenAI:
         if inspect.isawaitable(answer):
             answer = await answer
         return answer
-
-
-def _any(value: object) -> Any:
-    return value

@@ -124,14 +124,6 @@ def usage(prompt_tokens: int, cached_tokens: int, content: str) -> CompletionUsa
     )
 
 
-def with_cached_tokens(token_usage: CompletionUsage, cached: int) -> CompletionUsage:
-    """``token_usage`` saying that ``cached`` of its prompt tokens (at most all of them)
-    came from the prompt cache, where OpenAI and OpenRouter say it."""
-    served = min(cached, token_usage.prompt_tokens)
-    details = PromptTokensDetails(cached_tokens=served)
-    return token_usage.model_copy(update={"prompt_tokens_details": details})
-
-
 def tool_call_items(
     completion_id: str, answer: ToolCalls
 ) -> list[ChatCompletionMessageFunctionToolCall]:
@@ -217,12 +209,9 @@ def stream_chunks(
             part = ChoiceDeltaToolCallFunction(arguments=piece)
             deltas.append(ChoiceDelta(tool_calls=[ChoiceDeltaToolCall(index=index, function=part)]))
     chunks = [chunk(completion_id, model, [choice(delta)]) for delta in deltas]
-    chunks.append(chunk(completion_id, model, [choice(ChoiceDelta(), _finish(tool_calls))]))
+    finish: FinishReason = "tool_calls" if tool_calls else "stop"
+    chunks.append(chunk(completion_id, model, [choice(ChoiceDelta(), finish)]))
     return chunks
-
-
-def _finish(tool_calls: list[ChatCompletionMessageFunctionToolCall] | None) -> FinishReason:
-    return "tool_calls" if tool_calls else "stop"
 
 
 async def server_sent_events(

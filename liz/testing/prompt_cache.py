@@ -1,8 +1,8 @@
 """How many of a chat request's prompt tokens an OpenAI-style prefix cache would serve.
 
 OpenAI caches prompts by their start: a request is served from the cache for the
-longest prefix it shares with an earlier request to the same model, counted in steps of
-128 tokens, and only once that prefix reaches 1,024 tokens
+longest prefix it shares with an earlier request to the same model, in steps of
+:data:`BLOCK_TOKENS`, once that prefix reaches :data:`MIN_CACHED_TOKENS`
 (``usage.prompt_tokens_details.cached_tokens``). ScriptedOpenAI reports the same, so
 tests and benches see what a layout of the prompt would save.
 
@@ -10,18 +10,16 @@ What is compared is the prompt as the provider reads it (:func:`rendered_prompt`
 tool definitions and the answer's schema first, as OpenAI puts them ahead of the
 messages, then each message's role and text in order.
 
-Tokens are counted as liz budgets them (:mod:`liz.prompts.tokens`): four bytes of UTF-8 a token.
-A model's own vocabulary cannot be used here: ``tiktoken`` downloads it at first use,
-which fails offline, and liz talks to models with other tokenizers too. So a token is
-four bytes of the rendered prompt, a block of 128 tokens is 512 bytes, and the prompt's
-``prompt_tokens`` are its bytes divided by four, rounded up, so the cached tokens never
-exceed them.
+Tokens are counted as liz budgets them (:mod:`liz.prompts.tokens`), by bytes of UTF-8,
+rounded up, so the cached tokens never exceed the prompt's. A model's own vocabulary
+cannot be used here: ``tiktoken`` downloads it at first use, which fails offline, and
+liz talks to models with other tokenizers too.
 
 Example::
 
     cache = PrefixCache()
     cache.cached_tokens("gpt-x", body)  # 0: nothing was sent before
-    cache.cached_tokens("gpt-x", body)  # the whole prompt in 128-token steps, from 1,024
+    cache.cached_tokens("gpt-x", body)  # the whole prompt, in whole blocks
 """
 
 from __future__ import annotations
@@ -56,12 +54,12 @@ def rendered_prompt(body: Mapping[str, Any]) -> str:
 
 
 def prompt_tokens(body: Mapping[str, Any]) -> int:
-    """The request's prompt tokens as ScriptedOpenAI reports them (four bytes a token)."""
+    """The request's prompt tokens as ScriptedOpenAI reports them."""
     return estimate_tokens(rendered_prompt(body))
 
 
 class PrefixCache:
-    """The prefixes earlier requests sent, per model, in whole 128-token blocks.
+    """The prefixes earlier requests sent, per model, in whole blocks.
 
     Each block is known by a hash of the prompt from its start to the block's end, so a
     block found means the whole prefix up to it was sent before. Thread-safe.

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, TypeVar
 
 from liz.errors import UsageError
@@ -18,23 +19,31 @@ from liz.twitter.errors import (
     TwitterDuplicate,
     TwitterError,
     TwitterNotFound,
-    TwitterOutcomeUnknown,
     TwitterRateLimited,
     TwitterRejected,
     TwitterTransientError,
+    answer_lost,
 )
-from liz.twitter.paging import FetchPage, TimelineReader, TweetPage
+from liz.twitter.paging import TimelineReaders, TweetPage
 from liz.twitter.settings import TwitterSettings
 from liz.twitter.transport import Tweet, TwitterUser
 
 T = TypeVar("T")
 
-TWEET_FIELDS = ["author_id", "conversation_id", "created_at", "referenced_tweets", "attachments"]
-EXPANSIONS = ["author_id", "attachments.media_keys"]
-MEDIA_FIELDS = ["url", "type"]
+# What every tweet read asks X to include: enough for a Tweet with its author and photos.
+FIELDS: dict[str, Any] = {
+    "tweet_fields": [
+        "author_id",
+        "conversation_id",
+        "created_at",
+        "referenced_tweets",
+        "attachments",
+    ],
+    "expansions": ["author_id", "attachments.media_keys"],
+    "media_fields": ["url", "type"],
+    "user_fields": ["username"],
+}
 PAGE_SIZE = 100
-# Calls whose effect is unknown when their answer is lost.
-WRITES = frozenset({"create_tweet"})
 
 
 def translate_tweepy_error(exc: BaseException, operation: str) -> TwitterError:
@@ -57,9 +66,7 @@ def translate_tweepy_error(exc: BaseException, operation: str) -> TwitterError:
     if isinstance(exc, aiohttp.ClientConnectorError):
         return TwitterTransientError(detail)  # never reached X: nothing happened there
     if isinstance(exc, tweepy.TwitterServerError | aiohttp.ClientError | asyncio.TimeoutError):
-        # X may have acted before the answer was lost: a post may be out.
-        unknown = operation in WRITES
-        return (TwitterOutcomeUnknown if unknown else TwitterTransientError)(detail)
+        return answer_lost(operation, detail)
     return TwitterError(detail)
 
 
@@ -91,7 +98,7 @@ class TweepyTransport:
         # Replies posted by the bot belong to their parent's conversation; X's
         # create call does not say which, so remember what we have seen.
         self._conversations: dict[int, int] = {}
-        self._readers: dict[str, TimelineReader] = {}
+        self._readers = TimelineReaders()
 
     @classmethod
     def from_settings(cls, settings: TwitterSettings) -> TweepyTransport:
@@ -156,8 +163,8 @@ class TweepyTransport:
     async def mentions(
         self, since_id: int | None, *, not_before: datetime | None = None
     ) -> list[Tweet]:
-        reader = self._reader("mentions", self._mentions_page)
-        return await reader.read(since_id, not_before=not_before)
+        page = partial(self._page, "get_users_mentions", (await self.me()).id)
+        return await self._readers.read("mentions", page, since_id, not_before)
 
     async def user_tweets(
         self, username: str, since_id: int | None, *, not_before: datetime | None = None
@@ -168,63 +175,37 @@ class TweepyTransport:
             if found.data is None:
                 raise TwitterNotFound(f"no X user named {username!r}")
             self._user_ids[key] = int(found.data.id)
-        user_id = self._user_ids[key]
-
-        async def page(since: int | None, token: str | None) -> TweetPage:
-            return await self._timeline_page(user_id, since, token)
-
-        return await self._reader(f"user:{key}", page).read(since_id, not_before=not_before)
+        page = partial(self._page, "get_users_tweets", self._user_ids[key], exclude=["retweets"])
+        return await self._readers.read(f"user:{key}", page, since_id, not_before)
 
     async def own_tweets(
         self, since_id: int | None, *, not_before: datetime | None = None
     ) -> list[Tweet]:
         account = await self.me()
+        page = partial(self._page, "get_users_tweets", account.id, exclude=["retweets"])
+        return await self._readers.read("own", page, since_id, not_before)
 
-        async def page(since: int | None, token: str | None) -> TweetPage:
-            return await self._timeline_page(account.id, since, token)
-
-        return await self._reader("own", page).read(since_id, not_before=not_before)
-
-    def _reader(self, key: str, fetch_page: FetchPage) -> TimelineReader:
-        if key not in self._readers:
-            self._readers[key] = TimelineReader(fetch_page)
-        return self._readers[key]
-
-    async def _mentions_page(self, since_id: int | None, token: str | None) -> TweetPage:
-        account = await self.me()
-        response = await self._call(
-            "get_users_mentions",
-            self.client.get_users_mentions(
-                account.id,
-                since_id=since_id,
-                max_results=PAGE_SIZE,
-                pagination_token=token,
-                user_auth=True,
-                **_fields(),
-            ),
-        )
-        return self.page(response)
-
-    async def _timeline_page(
-        self, user_id: int, since_id: int | None, token: str | None
+    async def _page(
+        self, operation: str, user_id: int, since_id: int | None, token: str | None, **extra: Any
     ) -> TweetPage:
+        """One page of a user's timeline (``get_users_tweets``) or mentions."""
         response = await self._call(
-            "get_users_tweets",
-            self.client.get_users_tweets(
+            operation,
+            getattr(self.client, operation)(
                 user_id,
                 since_id=since_id,
                 max_results=PAGE_SIZE,
                 pagination_token=token,
-                exclude=["retweets"],
                 user_auth=True,
-                **_fields(),
+                **extra,
+                **FIELDS,
             ),
         )
         return self.page(response)
 
     async def get_tweet(self, tweet_id: int) -> Tweet:
         response = await self._call(
-            "get_tweet", self.client.get_tweet(tweet_id, user_auth=True, **_fields())
+            "get_tweet", self.client.get_tweet(tweet_id, user_auth=True, **FIELDS)
         )
         tweets = self._tweets(response)
         if not tweets:
@@ -275,12 +256,3 @@ class TweepyTransport:
             self._conversations[tweet.id] = tweet.conversation_id
             tweets.append(tweet)
         return tweets
-
-
-def _fields() -> dict[str, Any]:
-    return {
-        "tweet_fields": TWEET_FIELDS,
-        "expansions": EXPANSIONS,
-        "media_fields": MEDIA_FIELDS,
-        "user_fields": ["username"],
-    }

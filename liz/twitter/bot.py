@@ -57,16 +57,13 @@ class TwitterBot:
         self.settings = settings
         self.clock = clock or SystemClock()
         self.rng = rng or random.Random()
-        self.leader = leader or self._default_leader()
+        self.leader = leader or leader_lock_for(framework.runtime.engine, agent.agent_id)
         self.account: TwitterUser | None = None
         self.is_leader = False
         self.next_post_at: datetime | None = None
         # The fatal error that stopped the loops, if one did.
         self.failure: Exception | None = None
         self._task: asyncio.Task[None] | None = None
-
-    def _default_leader(self) -> LeaderLock:
-        return leader_lock_for(self.framework.runtime.engine, self.agent.agent_id)
 
     @property
     def running(self) -> bool:
@@ -117,7 +114,14 @@ class TwitterBot:
 
     async def _lead_whenever_possible(self) -> None:
         while True:
-            await self._wait_for_leadership()
+            await wait_for_leadership(
+                self.leader,
+                self.clock,
+                self.settings.leader_retry_seconds,
+                who=f"agent {self.agent.agent_id}",
+                standby="another process runs its Twitter loops",
+            )
+            logger.info("agent %s: running the Twitter loops", self.agent.agent_id)
             self.is_leader = True
             try:
                 await self._lead()
@@ -126,16 +130,6 @@ class TwitterBot:
             finally:
                 self.is_leader = False
                 await self.leader.release()
-
-    async def _wait_for_leadership(self) -> None:
-        await wait_for_leadership(
-            self.leader,
-            self.clock,
-            self.settings.leader_retry_seconds,
-            who=f"agent {self.agent.agent_id}",
-            standby="another process runs its Twitter loops",
-        )
-        logger.info("agent %s: running the Twitter loops", self.agent.agent_id)
 
     async def _lead(self) -> None:
         if self.account is None:
@@ -160,10 +154,6 @@ class TwitterBot:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-
-    async def _ensure_leader(self) -> None:
-        if not await self.leader.still_held():
-            raise LeadershipLost()
 
     async def _post_loop(self, ctx: BotContext) -> None:
         self.next_post_at = await self._retrying(
@@ -191,8 +181,8 @@ class TwitterBot:
             self.settings, self.clock, what=what, retry_if=_worth_retrying
         ):
             with attempt:
-                if as_leader:
-                    await self._ensure_leader()
+                if as_leader and not await self.leader.still_held():
+                    raise LeadershipLost()
                 return await call()
         raise AssertionError("unreachable: tenacity re-raises the last error")  # pragma: no cover
 

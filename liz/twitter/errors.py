@@ -67,5 +67,12 @@ class TwitterPostUnconfirmed(TwitterTransientError):
     it again, and posts nothing more of that thread meanwhile."""
 
 
+def answer_lost(operation: str, detail: str) -> TwitterTransientError:
+    """A call whose answer was lost: X may have acted on it, so after a post a tweet may be out."""
+    if operation == "create_tweet":
+        return TwitterOutcomeUnknown(detail)
+    return TwitterTransientError(detail)
+
+
 # Failures no waiting will cure: the loops stop and ``TwitterBot.run`` raises them.
 FATAL_ERRORS = (TwitterAuthError, LLMNotConfigured, UsageError)

@@ -1,13 +1,8 @@
 """Finding a post whose call got no answer, and when to give up looking and post it again.
 
-A post call that times out (or whose process dies mid-call) may have reached X.
-The tweet is looked for among the account's own recent tweets; one found there
-is taken as posted. X's timelines lag, so a miss proves little at first: until
-``TWITTER_UNCONFIRMED_POST_WAIT_MINUTES`` have passed since the call began, a
-miss raises :class:`TwitterPostUnconfirmed` and nothing is posted, and the caller
-looks again later (several times, spaced out by the loop's backoff or polling).
-Only a lookup made after the wait that still finds nothing lets the tweet be
-posted again (:mod:`liz.twitter.outbox`, where X's duplicate refusal is the last guard).
+A tweet found among the account's own is taken as posted; X's timelines lag, so a
+miss raises :class:`TwitterPostUnconfirmed` until the wait is over (the rules are
+:mod:`liz.twitter.outbox`'s).
 """
 
 from __future__ import annotations
@@ -40,8 +35,14 @@ async def look_before_posting_again(
     if tweet is not None:
         return tweet
     wait = timedelta(minutes=ctx.settings.unconfirmed_post_wait_minutes)
-    if looked_at < row.attempted_at + wait:
-        raise _unconfirmed(ctx, row, count, "X does not show it yet")
+    again = row.attempted_at + wait
+    if looked_at < again:
+        raise TwitterPostUnconfirmed(
+            f"tweet {row.position + 1} of {count} of {row.thread_key}: its post call of "
+            f"{row.attempted_at:%Y-%m-%d %H:%M:%S} UTC got no answer and X does not show it "
+            f"yet; looking again before posting anything more (posting it again after "
+            f"{again:%H:%M:%S} UTC if X never shows it; TWITTER_UNCONFIRMED_POST_WAIT_MINUTES)"
+        )
     logger.warning(
         "tweet %d of %d of %s: X still does not show it %s after its post call got no "
         "answer; posting it again (X refuses it if it is out after all)",
@@ -51,19 +52,6 @@ async def look_before_posting_again(
         wait,
     )
     return None
-
-
-def _unconfirmed(
-    ctx: BotContext, row: OutboxTweetRecord, count: int, why: str
-) -> TwitterPostUnconfirmed:
-    assert row.attempted_at is not None
-    again = row.attempted_at + timedelta(minutes=ctx.settings.unconfirmed_post_wait_minutes)
-    return TwitterPostUnconfirmed(
-        f"tweet {row.position + 1} of {count} of {row.thread_key}: its post call of "
-        f"{row.attempted_at:%Y-%m-%d %H:%M:%S} UTC got no answer and {why}; looking again "
-        f"before posting anything more (posting it again after {again:%H:%M:%S} UTC if X "
-        "never shows it; TWITTER_UNCONFIRMED_POST_WAIT_MINUTES)"
-    )
 
 
 def waiting_for_id(ctx: BotContext, row: OutboxTweetRecord) -> bool:
@@ -76,7 +64,6 @@ def waiting_for_id(ctx: BotContext, row: OutboxTweetRecord) -> bool:
 
 def id_unknown(row: OutboxTweetRecord, count: int) -> TwitterPostUnconfirmed:
     """The error that holds up a thread after a tweet X called a duplicate, until X shows it."""
-    assert row.attempted_at is not None
     return TwitterPostUnconfirmed(
         f"tweet {row.position + 1} of {count} of {row.thread_key} is on X (X called it a "
         "duplicate) but X does not show it yet; the rest of the thread waits for it (for "

@@ -86,21 +86,16 @@ def new_post_key() -> str:
 
 
 async def plan_thread(
-    session: AsyncSession,
-    *,
-    account_id: int,
-    key: str,
-    texts: list[str],
-    reply_to: int | None,
-    at: datetime,
+    session: AsyncSession, ctx: BotContext, key: str, texts: list[str], reply_to: int | None
 ) -> None:
     """Write the thread's tweets to the outbox (the caller commits), none posted yet."""
     if not texts:
         raise LizError(f"thread {key} has no tweets to post")
+    at = ctx.clock.now()
     for position, text in enumerate(texts):
         session.add(
             OutboxTweetRecord(
-                account_id=str(account_id),
+                account_id=str(ctx.account.id),
                 thread_key=key,
                 position=position,
                 text=text,
@@ -131,12 +126,7 @@ async def unfinished_threads(session: AsyncSession, *, account_id: int, prefix: 
 async def thread_is_planned(session: AsyncSession, *, account_id: int, key: str) -> bool:
     """True while the outbox holds the thread (it is dropped when X refused its first tweet)."""
     found = await session.scalar(
-        select(OutboxTweetRecord.position)
-        .where(
-            OutboxTweetRecord.account_id == str(account_id),
-            OutboxTweetRecord.thread_key == key,
-        )
-        .limit(1)
+        select(OutboxTweetRecord.position).where(*_thread(account_id, key)).limit(1)
     )
     return found is not None
 
@@ -144,24 +134,15 @@ async def thread_is_planned(session: AsyncSession, *, account_id: int, key: str)
 async def send_thread(ctx: BotContext, key: str) -> list[int]:
     """Post the thread's tweets not yet on X, in order; the ids of its tweets on X.
 
-    A failure that leaves a tweet's fate unknown is raised with the thread kept: the
-    next call looks for that tweet on X first, and raises
-    :class:`~liz.twitter.errors.TwitterPostUnconfirmed` while it is not found and the
-    wait for it is not over. If X refuses a tweet for
-    good, a thread with tweets out already ends there; a thread with none out is
-    removed from the outbox and the refusal raised, so the caller may write it anew.
-    A tweet X refused as a duplicate of its own earlier, unanswered post call is out
-    but its id may not be known yet: it is left out of the ids returned. So is one X
-    refused for good after such a call, which may be out: never written anew.
+    As the module says. If X refuses a tweet for good, a thread with tweets out ends
+    there; one with none out is removed and the refusal raised, so the caller may write
+    it anew. A tweet taken as out whose id is not known is left out of the ids.
     """
     async with ctx.sessions() as session:
         rows = list(
             await session.scalars(
                 select(OutboxTweetRecord)
-                .where(
-                    OutboxTweetRecord.account_id == str(ctx.account.id),
-                    OutboxTweetRecord.thread_key == key,
-                )
+                .where(*_thread(ctx.account.id, key))
                 .order_by(OutboxTweetRecord.position)
             )
         )
@@ -295,13 +276,14 @@ async def _refused(
     return _Refused.FOR_GOOD
 
 
+def _thread(account_id: int | str, key: str) -> tuple[ColumnElement[bool], ...]:
+    """The where-clause that picks one account's thread."""
+    return (OutboxTweetRecord.account_id == str(account_id), OutboxTweetRecord.thread_key == key)
+
+
 def this_row(row: OutboxTweetRecord) -> tuple[ColumnElement[bool], ...]:
     """The where-clause that picks ``row`` (its primary key) in an update."""
-    return (
-        OutboxTweetRecord.account_id == row.account_id,
-        OutboxTweetRecord.thread_key == row.thread_key,
-        OutboxTweetRecord.position == row.position,
-    )
+    return (*_thread(row.account_id, row.thread_key), OutboxTweetRecord.position == row.position)
 
 
 async def _set(
@@ -320,8 +302,7 @@ async def _drop_rest(ctx: BotContext, row: OutboxTweetRecord) -> None:
         await session.execute(
             update(OutboxTweetRecord)
             .where(
-                OutboxTweetRecord.account_id == row.account_id,
-                OutboxTweetRecord.thread_key == row.thread_key,
+                *_thread(row.account_id, row.thread_key),
                 OutboxTweetRecord.position >= row.position,
             )
             .values(state=DROPPED)
@@ -330,9 +311,4 @@ async def _drop_rest(ctx: BotContext, row: OutboxTweetRecord) -> None:
 
 async def _drop_thread(ctx: BotContext, key: str) -> None:
     async with ctx.sessions() as session, session.begin():
-        await session.execute(
-            delete(OutboxTweetRecord).where(
-                OutboxTweetRecord.account_id == str(ctx.account.id),
-                OutboxTweetRecord.thread_key == key,
-            )
-        )
+        await session.execute(delete(OutboxTweetRecord).where(*_thread(ctx.account.id, key)))

@@ -73,6 +73,20 @@ class TimelineReader:
         return sorted(progress.tweets.values(), key=lambda tweet: tweet.id, reverse=True)
 
 
+class TimelineReaders:
+    """A transport's readers, one per timeline (``"mentions"``, ``"user:<name>"``, ``"own"``)."""
+
+    def __init__(self) -> None:
+        self._readers: dict[str, TimelineReader] = {}
+
+    async def read(
+        self, key: str, fetch_page: FetchPage, since_id: int | None, not_before: datetime | None
+    ) -> list[Tweet]:
+        if key not in self._readers:
+            self._readers[key] = TimelineReader(fetch_page)
+        return await self._readers[key].read(since_id, not_before=not_before)
+
+
 def _add_page(progress: _Progress, page: TweetPage) -> bool:
     """Keep the page's new tweets; True when the read is complete."""
     done = page.next_token is None or not page.tweets

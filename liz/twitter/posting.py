@@ -86,14 +86,7 @@ async def write_and_post(ctx: BotContext) -> list[int]:
         return []
     key = new_post_key()
     async with ctx.sessions() as session, session.begin():
-        await plan_thread(
-            session,
-            account_id=ctx.account.id,
-            key=key,
-            texts=texts,
-            reply_to=None,
-            at=ctx.clock.now(),
-        )
+        await plan_thread(session, ctx, key, texts, reply_to=None)
     return await _send(ctx, key)
 
 

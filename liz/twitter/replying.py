@@ -9,11 +9,9 @@ on X. An unfinished reply (cut short, rate limited, or its fate unknown after a
 timeout) is finished at the start of the next cycle, never written and posted anew;
 only when X refuses its first tweet for good is the mark taken back, so it is tried
 again. A reply X refuses as duplicate content (two mentions asking the same thing) is
-written once more, the agent told to vary it, and only then given up, in one line.
-A reply whose post call got no answer is sent again only once X has not shown
-it for ``TWITTER_UNCONFIRMED_POST_WAIT_MINUTES`` (:mod:`liz.twitter.outbox`); it
-is looked for at the start of each cycle meanwhile, and other mentions are
-answered as usual while it waits.
+written once more, the agent told to vary it, and only then given up. A reply whose
+post call got no answer waits as :mod:`liz.twitter.outbox` says, looked for each cycle,
+while other mentions are answered as usual.
 Every page of new tweets is read back to the cursor before any is handled (a
 storm of mentions may take several polls when X rate-limits the reading).
 Tweets are handled oldest first and a cycle stops at the first failure that
@@ -25,10 +23,10 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from datetime import datetime, timedelta
 from functools import partial
-from typing import Literal
+from typing import Literal, Protocol
 
 from pydantic import BaseModel, Field
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -73,8 +71,13 @@ from liz.types import InputObject, InputSource, InputType
 
 logger = logging.getLogger(__name__)
 
-# fetch(since_id, not_before): every tweet of a stream above the cursor (every page).
-Fetch = Callable[[int | None, datetime | None], Awaitable[list[Tweet]]]
+
+class Fetch(Protocol):
+    """Every tweet of a stream above the cursor (every page): a transport's timeline read."""
+
+    def __call__(
+        self, since_id: int | None, *, not_before: datetime | None
+    ) -> Awaitable[list[Tweet]]: ...
 
 
 class ShouldRespond(BaseModel):
@@ -112,22 +115,11 @@ class ReplyCycle:
         if not self.ctx.dry_run:
             await self._finish_replies()
             await self._unseen.look()
-
-        async def mentions(since_id: int | None, not_before: datetime | None) -> list[Tweet]:
-            found = await transport.mentions(since_id, not_before=not_before)
-            metrics.twitter("read", len(found))
-            return found
-
-        await self._run_stream(MENTIONS_STREAM, mentions)
+        await self._run_stream(MENTIONS_STREAM, transport.mentions)
         for username in self.ctx.settings.target_users:
-            await self._run_stream(target_stream(username), partial(self._user_tweets, username))
-
-    async def _user_tweets(
-        self, username: str, since_id: int | None, not_before: datetime | None
-    ) -> list[Tweet]:
-        found = await self.ctx.transport.user_tweets(username, since_id, not_before=not_before)
-        metrics.twitter("read", len(found))
-        return found
+            await self._run_stream(
+                target_stream(username), partial(transport.user_tweets, username)
+            )
 
     async def _run_stream(self, stream: str, fetch: Fetch) -> None:
         ctx = self.ctx
@@ -136,13 +128,14 @@ class ReplyCycle:
         # Every page back to the cursor; with no cursor yet, back to the oldest answerable.
         not_before = self._oldest_answerable(stream) if cursor is None else None
         try:
-            fetched = await fetch(cursor, not_before)
+            fetched = await fetch(cursor, not_before=not_before)
         except (TwitterNotFound, TwitterRejected) as exc:
             if stream == MENTIONS_STREAM:
                 raise
             # One unreadable target user (renamed, protected) must not keep the others unread.
             logger.warning("cannot read %s: %s; check TWITTER_TARGET_USERS", stream, exc.message)
             return
+        metrics.twitter("read", len(fetched))
         tweets = sorted(fetched, key=lambda t: t.id)
         for tweet in tweets:
             if tweet.author_id == ctx.account.id or tweet.id in self._dry_run_seen:
@@ -242,14 +235,7 @@ class ReplyCycle:
         key = reply_key(tweet.id)
         async with ctx.sessions() as session, session.begin():
             await self._store_decision(session, tweet, stream, "replying")
-            await plan_thread(
-                session,
-                account_id=ctx.account.id,
-                key=key,
-                texts=texts,
-                reply_to=tweet.id,
-                at=ctx.clock.now(),
-            )
+            await plan_thread(session, ctx, key, texts, reply_to=tweet.id)
         await self._send_reply(key)
 
     async def _finish_replies(self) -> None:

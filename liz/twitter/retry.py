@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from datetime import datetime
 
 from tenacity import AsyncRetrying, RetryCallState, wait_exponential, wait_random_exponential
 
@@ -25,37 +24,28 @@ logger = logging.getLogger(__name__)
 RATE_LIMIT_WINDOW_SECONDS = 15 * 60
 
 
-def equal_jitter(first: float, cap: float) -> Wait:
-    """Backoff that waits at least half of ``first * 2**n`` (capped at ``cap``) and at most all
-    of it: bots that failed together spread out, yet none retries almost at once."""
-    half = wait_exponential(multiplier=first / 2, max=cap / 2)
-    return half + wait_random_exponential(multiplier=first / 2, max=cap / 2)
+def bot_wait(settings: TwitterSettings, clock: Clock) -> Wait:
+    """X's rate-limit reset, else the LLM endpoint's ``Retry-After``, else backoff.
 
-
-def until_rate_limit_reset(clock: Clock, fallback: Wait) -> Wait:
-    """Wait until X's rate limit resets (one second past it), else ``fallback``."""
+    A rate limit waits until one second past X's reset, so the first call after it is
+    allowed. The backoff waits at least half of ``base * 2**n`` (capped) and at most all
+    of it: bots that failed together spread out, yet none retries almost at once.
+    """
+    first, cap = settings.backoff_base_seconds / 2, settings.backoff_max_seconds / 2
+    backoff = honour_retry_after(
+        wait_exponential(multiplier=first, max=cap)
+        + wait_random_exponential(multiplier=first, max=cap)
+    )
 
     def wait(state: RetryCallState) -> float:
         error = state.outcome.exception() if state.outcome is not None else None
-        if isinstance(error, TwitterRateLimited):
-            return seconds_until_reset(error.reset_at, clock.now())
-        return fallback(state)
+        if not isinstance(error, TwitterRateLimited):
+            return backoff(state)
+        if error.reset_at is None:
+            return float(RATE_LIMIT_WINDOW_SECONDS)
+        return max(1.0, (error.reset_at - clock.now()).total_seconds() + 1.0)
 
     return wait
-
-
-def seconds_until_reset(reset_at: datetime | None, now: datetime) -> float:
-    """Seconds from ``now`` to one second past ``reset_at``, so the first call after it is
-    allowed; X's whole window when it did not say."""
-    if reset_at is None:
-        return float(RATE_LIMIT_WINDOW_SECONDS)
-    return max(1.0, (reset_at - now).total_seconds() + 1.0)
-
-
-def bot_wait(settings: TwitterSettings, clock: Clock) -> Wait:
-    """X's rate-limit reset, else the LLM endpoint's ``Retry-After``, else backoff."""
-    backoff = equal_jitter(settings.backoff_base_seconds, settings.backoff_max_seconds)
-    return until_rate_limit_reset(clock, honour_retry_after(backoff))
 
 
 def is_worth_retrying(error: BaseException) -> bool:

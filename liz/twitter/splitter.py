@@ -11,7 +11,7 @@ boundaries, and cuts a word longer than a whole tweet into pieces, never inside
 an emoji or before a combining mark.
 
 ``twitter_text`` is imported on first use: it compiles its URL and emoji patterns
-as it loads (0.16 s), which every ``liz`` command paid, since the CLI's Twitter
+as it loads, which every ``liz`` command would pay, since the CLI's Twitter
 commands import this package.
 """
 

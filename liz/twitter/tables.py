@@ -6,12 +6,8 @@ handled one or what it decided, so with two bots on one database, or an
 here, keyed by (account, tweet), is that record; the largest tweet id per
 (account, stream) is the persisted since-id cursor.
 
-``TwitterOutbox`` holds each thread the bot means to post (a reply or a
-scheduled post), one row per tweet, written before the first is posted. Each
-tweet's row records when a post call began and which tweet X made of it, so a
-thread cut short resumes after its last posted tweet, and a post whose outcome
-is unknown is looked for on X (for ``TWITTER_UNCONFIRMED_POST_WAIT_MINUTES``)
-before it is ever posted again.
+``TwitterOutbox`` holds each thread the bot means to post, one row per tweet,
+written before the first is posted (:mod:`liz.twitter.outbox` says why).
 """
 
 from __future__ import annotations

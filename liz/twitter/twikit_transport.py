@@ -14,6 +14,7 @@ import logging
 import os
 from collections.abc import Awaitable
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -24,20 +25,18 @@ from liz.twitter.errors import (
     TwitterDuplicate,
     TwitterError,
     TwitterNotFound,
-    TwitterOutcomeUnknown,
     TwitterRateLimited,
     TwitterRejected,
     TwitterTransientError,
+    answer_lost,
 )
-from liz.twitter.paging import FetchPage, TimelineReader, TweetPage
+from liz.twitter.paging import TimelineReaders, TweetPage
 from liz.twitter.settings import TwitterSettings
 from liz.twitter.transport import Tweet, TwitterUser
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 PAGE_SIZE = 20
-# Calls whose effect is unknown when their answer is lost.
-WRITES = frozenset({"create_tweet"})
 
 
 def _import_twikit() -> Any:
@@ -78,9 +77,7 @@ def translate_twikit_error(exc: BaseException, operation: str) -> TwitterError:
         TimeoutError,
     )
     if isinstance(exc, transient):
-        # X may have acted before the answer was lost: a post may be out.
-        unknown = operation in WRITES
-        return (TwitterOutcomeUnknown if unknown else TwitterTransientError)(detail)
+        return answer_lost(operation, detail)
     return TwitterError(detail)
 
 
@@ -98,7 +95,7 @@ class TwikitTransport:
         self._account: TwitterUser | None = None
         self._logged_in = False
         self._user_ids: dict[str, int] = {}
-        self._readers: dict[str, TimelineReader] = {}
+        self._readers = TimelineReaders()
 
     @classmethod
     def from_settings(cls, settings: TwitterSettings) -> TwikitTransport:
@@ -160,8 +157,7 @@ class TwikitTransport:
     async def mentions(
         self, since_id: int | None, *, not_before: datetime | None = None
     ) -> list[Tweet]:
-        reader = self._reader("mentions", self._mentions_page)
-        return await reader.read(since_id, not_before=not_before)
+        return await self._readers.read("mentions", self._mentions_page, since_id, not_before)
 
     async def user_tweets(
         self, username: str, since_id: int | None, *, not_before: datetime | None = None
@@ -173,12 +169,8 @@ class TwikitTransport:
                 "get_user_by_screen_name", self.client.get_user_by_screen_name(key)
             )
             self._user_ids[key] = int(user.id)
-        user_id = self._user_ids[key]
-
-        async def page(since: int | None, cursor: str | None) -> TweetPage:
-            return await self._timeline_page(user_id, "Tweets", cursor)
-
-        return await self._reader(f"user:{key}", page).read(since_id, not_before=not_before)
+        page = partial(self._timeline_page, self._user_ids[key], "Tweets")
+        return await self._readers.read(f"user:{key}", page, since_id, not_before)
 
     async def own_tweets(
         self, since_id: int | None, *, not_before: datetime | None = None
@@ -186,17 +178,12 @@ class TwikitTransport:
         account = await self.me()
 
         async def page(since: int | None, cursor: str | None) -> TweetPage:
-            found = await self._timeline_page(account.id, "Replies", cursor)
+            found = await self._timeline_page(account.id, "Replies", since, cursor)
             # The replies tab shows the tweets replied to as well.
             own = [t for t in found.tweets if t.author_id == account.id]
             return TweetPage(own, found.next_token if found.tweets else None)
 
-        return await self._reader("own", page).read(since_id, not_before=not_before)
-
-    def _reader(self, key: str, fetch_page: FetchPage) -> TimelineReader:
-        if key not in self._readers:
-            self._readers[key] = TimelineReader(fetch_page)
-        return self._readers[key]
+        return await self._readers.read("own", page, since_id, not_before)
 
     async def _mentions_page(self, since_id: int | None, cursor: str | None) -> TweetPage:
         # Search has no since-id: the reader stops at the first page reaching the cursor.
@@ -209,7 +196,9 @@ class TwikitTransport:
         )
         return self.page(found)
 
-    async def _timeline_page(self, user_id: int, kind: str, cursor: str | None) -> TweetPage:
+    async def _timeline_page(
+        self, user_id: int, kind: str, _since_id: int | None, cursor: str | None
+    ) -> TweetPage:
         found = await self._call(
             "get_user_tweets",
             self.client.get_user_tweets(str(user_id), kind, count=PAGE_SIZE, cursor=cursor),
@@ -244,12 +233,10 @@ class TwikitTransport:
         created = getattr(raw, "created_at_datetime", None) or datetime.now(UTC)
         images = []
         for media in getattr(raw, "media", None) or []:
-            kind = media.get("type") if isinstance(media, dict) else getattr(media, "type", None)
-            url = (
-                media.get("media_url_https")
-                if isinstance(media, dict)
-                else getattr(media, "media_url", None)
-            )
+            if isinstance(media, dict):
+                kind, url = media.get("type"), media.get("media_url_https")
+            else:
+                kind, url = getattr(media, "type", None), getattr(media, "media_url", None)
             if kind == "photo" and url:
                 images.append(str(url))
         return Tweet(

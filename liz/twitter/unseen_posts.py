@@ -1,18 +1,13 @@
 """Tweets taken as posted when X refused them again: looked for until X shows them.
 
-A post call that got no answer, sent again after ``TWITTER_UNCONFIRMED_POST_WAIT_MINUTES``
-and refused by X as "duplicate content", is out (:mod:`liz.twitter.outbox`); one X
-refused for good then may be. Either way its outbox row is "posted" with no tweet
-id. A thread that goes on after it looks for it itself (its next tweet must answer
-it); nothing else did, so a scheduled post or a reply ending with such a tweet
-never reached ``Tweet``, and the schedule did not count it after a restart.
-:class:`UnseenPosts` looks for these tweets among the account's own, at most once
-per wait (lookups read the account's timeline back to the lost call, so they are
-spaced out, as X's rate limits want), and records each one found like any posted
-tweet: its id in the outbox, the tweet in ``Tweet``. One X has not shown within
-:data:`LOOKED_FOR` of its first call is no longer looked for; it stays in the
-outbox, where ``liz twitter outbox`` shows it. The reply loop calls
-:meth:`UnseenPosts.look` each cycle; it does nothing until the next lookup is due.
+Such a tweet's outbox row is "posted" with no tweet id (:mod:`liz.twitter.outbox`).
+A thread that goes on after it looks for it itself (its next tweet must answer it);
+one that ends with it would otherwise never reach ``Tweet``, and the schedule would
+not count it after a restart. :class:`UnseenPosts` looks for these among the
+account's own tweets at most once per wait (each lookup reads the timeline back to
+the lost call, so they are spaced out for X's rate limits) and records each one
+found. One not shown within :data:`LOOKED_FOR` stays in the outbox, where
+``liz twitter outbox`` shows it.
 """
 
 from __future__ import annotations
