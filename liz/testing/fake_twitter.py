@@ -71,6 +71,7 @@ class FakeTwitter:
         user_id: int = 1,
         clock: Clock | None = None,
         max_length: int = MAX_TWEET_LENGTH,
+        first_tweet_id: int = FIRST_TWEET_ID,
         page_size: int = 100,
         refuse_duplicates: bool = False,
     ) -> None:
@@ -87,7 +88,7 @@ class FakeTwitter:
         self.liked: list[int] = []
         self.calls: list[str] = []
         self.closed = False
-        self._next_id = FIRST_TWEET_ID
+        self._next_id = first_tweet_id
         self._failures: list[_Failure] = []
         self._rates: dict[str, _RateWindow] = {}
         self._readers = TimelineReaders()
