@@ -214,16 +214,7 @@ async def stream_deltas(
     if temperature is not None:
         body["temperature"] = temperature
     with llm_call("chat", model, messages=messages, streamed=True, server=server(client)) as record:
-        try:
-            chunks = await client.post(
-                "/chat/completions",
-                body=body,
-                cast_to=ChatCompletion,
-                stream=True,
-                stream_cls=AsyncStream[ChatCompletionChunk],
-            )
-        except openai.OpenAIError as exc:
-            raise translate_openai_error(exc, model=model) from exc
+        chunks = await _open_stream(client, model, body)
         text: list[str] = []
         try:
             async for chunk in chunks:
@@ -318,22 +309,31 @@ async def tool_step(
             answer = await post_chat(client, model, body)
             read_completion(record, answer)
             return ToolStep(answer.text, answer.calls)
+        chunks = await _open_stream(client, model, body)
         try:
-            chunks = await client.post(
-                "/chat/completions",
-                body=body,
-                cast_to=ChatCompletion,
-                stream=True,
-                stream_cls=AsyncStream[ChatCompletionChunk],
-            )
-            try:
-                step = await _streamed(chunks, on_text, record)
-                record.output_text = step.text
-                return step
-            finally:
-                await chunks.close()
+            step = await _streamed(chunks, on_text, record)
         except openai.OpenAIError as exc:
             raise translate_openai_error(exc, model=model) from exc
+        finally:
+            await chunks.close()
+        record.output_text = step.text
+        return step
+
+
+async def _open_stream(
+    client: AsyncOpenAI, model: str, body: dict[str, Any]
+) -> AsyncStream[ChatCompletionChunk]:
+    """Send ``body`` to the chat endpoint as a stream; its chunks, to read and close."""
+    try:
+        return await client.post(
+            "/chat/completions",
+            body=body,
+            cast_to=ChatCompletion,
+            stream=True,
+            stream_cls=AsyncStream[ChatCompletionChunk],
+        )
+    except openai.OpenAIError as exc:
+        raise translate_openai_error(exc, model=model) from exc
 
 
 async def _streamed(
