@@ -84,6 +84,21 @@ class FactStorage(Protocol):
         ...
 
 
+def term_hits(
+    rows: Iterable[Sequence[Any]], terms: Sequence[str], cap: int
+) -> tuple[bool, dict[str, dict[str, str]]]:
+    """A keyword statement's rows of (term number, fact id, text), the number -1 when
+    the scope holds an active fact, as :meth:`SessionStorage.term_matches` answers."""
+    active = False
+    found: dict[str, dict[str, str]] = {term: {} for term in terms}
+    for number, fact_id, fact_text in rows:
+        if number < 0:
+            active = True
+        else:
+            found[terms[number]][fact_id] = fact_text
+    return active, {term: hits for term, hits in found.items() if len(hits) <= cap}
+
+
 class SessionStorage(ABC):
     """:class:`FactStorage` on sessions: writes on ``sessions``, reads on ``reads``
     (which on SQLite run beside the writer)."""

@@ -23,7 +23,7 @@ from liz.facts.queries import FACT, scope_values, stored_models
 from liz.facts.search import TIE_MARGIN, deterministic_top, models_agree, models_mismatch
 from liz.facts.sqlite.cache import ScopeCache, read_history
 from liz.facts.sqlite.vectors import ScopeVectors
-from liz.facts.storage import Nearest, SessionStorage
+from liz.facts.storage import Nearest, SessionStorage, term_hits
 from liz.facts.vectors import Vector, rounded, similarities_to
 from liz.facts.writes import Rows
 
@@ -96,17 +96,10 @@ class SqliteFacts(SessionStorage):
         self._note_begin(session)
         token = scope_token(scope)  # terms are letters and digits only
         values = {f"term{n}": f'scope : "{token}" AND text : "{t}"' for n, t in enumerate(terms)}
-        active = False
-        found: dict[str, dict[str, str]] = {term: {} for term in terms}
         rows = await session.execute(
             _terms_statement(len(terms), cap), {**scope_values(scope), **values}
         )
-        for number, fact_id, fact_text in rows:
-            if number < 0:
-                active = True
-            else:
-                found[terms[number]][fact_id] = fact_text
-        return active, {term: hits for term, hits in found.items() if len(hits) <= cap}
+        return term_hits(rows, terms, cap)
 
     async def vector_candidates(self, session: AsyncSession, wanted: Nearest) -> list[Candidate]:
         vector = wanted.vector
