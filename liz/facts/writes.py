@@ -133,13 +133,6 @@ def still_valid(changes: Sequence[Change]) -> Plan:
     return check
 
 
-def touched(changes: Sequence[Change]) -> tuple[list[str], list[str]]:
-    """The ids and text hashes a plan made earlier touches."""
-    ids = [c.fact_id for c in changes if c.fact_id and c.event is not Event.NOOP]
-    hashes = [fact_hash(c.text) for c in changes if c.event in (Event.ADD, Event.UPDATE)]
-    return ids, hashes
-
-
 @dataclass
 class Rows:
     """The rows one write inserts and updates, keyed by column name; an update's row
