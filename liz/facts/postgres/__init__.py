@@ -23,8 +23,8 @@ from liz.db.engine import make_read_sessionmaker, make_sessionmaker
 from liz.errors import UsageError
 from liz.facts.domain import Candidate, ChangeLog, ModelPair, Scope
 from liz.facts.postgres.indexing import BackgroundIndexing
-from liz.facts.queries import HISTORIES, stored_models
-from liz.facts.search import TIE_MARGIN, deterministic_top, models_agree, models_mismatch
+from liz.facts.queries import HISTORIES, check_models
+from liz.facts.search import TIE_MARGIN, deterministic_top
 from liz.facts.storage import Nearest, SessionStorage, term_hits
 from liz.facts.tables import FactRecord
 from liz.facts.vectors import Vector, rounded
@@ -263,8 +263,7 @@ class PostgresFacts(SessionStorage):
         wanted = limit + TIE_MARGIN
         dimension = int(query.size)
         bounds, active = await self._plan(session, scope, wanted, dimension)
-        if not models_agree(bounds, model, dimension):
-            raise models_mismatch(scope, await stored_models(session, scope), model, dimension)
+        await check_models(session, scope, bounds, model, dimension)
         if not active:
             return []
         values = {"query": query.tolist(), "agent": scope[0], "user": scope[1], "limit": wanted}

@@ -19,8 +19,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from liz.db.engine import make_read_sessionmaker, make_sessionmaker
 from liz.facts.domain import Candidate, ChangeLog, ModelPair, Scope
-from liz.facts.queries import FACT, scope_values, stored_models
-from liz.facts.search import TIE_MARGIN, deterministic_top, models_agree, models_mismatch
+from liz.facts.queries import FACT, check_models, scope_values
+from liz.facts.search import TIE_MARGIN, deterministic_top
 from liz.facts.sqlite.cache import ScopeCache, read_history
 from liz.facts.sqlite.vectors import ScopeVectors
 from liz.facts.storage import Nearest, SessionStorage, term_hits
@@ -131,8 +131,7 @@ class SqliteFacts(SessionStorage):
             return vectors
         history, bounds = await read_history(session, self._cache.history_mark, scope)
         mark = self._cache.take_history(history, session.info.get(_EPOCH))
-        if not models_agree(bounds, model, dimension):
-            raise models_mismatch(scope, await stored_models(session, scope), model, dimension)
+        await check_models(session, scope, bounds, model, dimension)
         cached = self._cache.get(scope)
         if cached is None or cached.bounds != bounds:
             cached = await _load(session, scope, bounds, dimension)
