@@ -42,7 +42,7 @@ from liz.facts.domain import (
     WriteContext,
 )
 from liz.facts.normalize import fact_hash
-from liz.facts.queries import FACT
+from liz.facts.queries import FACT, scope_values
 from liz.facts.vectors import Vector, for_storage
 from liz.runtime.retry import retrying
 from liz.types import Clock
@@ -76,7 +76,7 @@ async def read_snapshot(
                 targets[row[0]] = _stored(row)
     by_hash: dict[str, Stored] = {}
     if digests := sorted(set(hashes)):
-        values = {"agent": scope[0], "user": scope[1], "hashes": digests}
+        values = {**scope_values(scope), "hashes": digests}
         for row in await session.execute(_BY_HASH, values):
             by_hash.setdefault(row[4], _stored(row))
     return Snapshot(targets, by_hash)
