@@ -7,8 +7,7 @@ and embeddings answers itself. The SDK's typed calls would put the messages befo
 the tools in the body, where providers' prompt caches want what repeats first, and
 cost more CPU a turn (docs/performance.md, "LLM boundary"). Its readers keep to the
 SDK's types: tests/test_openai_wire_contract.py validates every body the scripted model
-sends with them, and ``openai`` has an upper bound in pyproject.toml (checked against
-openai 3.63, the release constraints.txt pins).
+sends with them, and ``openai`` has an upper bound in pyproject.toml.
 
 Every ``openai`` exception met here leaves as a :class:`liz.errors.LLMError`, with the
 provider's ``Retry-After`` on ``retry_after`` when it sent one. An answer that cannot be
