@@ -19,7 +19,6 @@ from sqlalchemy import Boolean, TableClause, TextClause, column, insert, table, 
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from liz.db.engine import make_read_sessionmaker, make_sessionmaker
 from liz.errors import UsageError
 from liz.facts.domain import Candidate, ChangeLog, ModelPair, Scope
 from liz.facts.postgres.indexing import BackgroundIndexing
@@ -176,7 +175,7 @@ class PostgresFacts(SessionStorage):
         exact_components: int = EXACT_COMPONENTS,
         clock: Clock | None = None,
     ) -> None:
-        super().__init__(sessions or make_sessionmaker(engine), make_read_sessionmaker(engine))
+        super().__init__(engine, sessions)
         self._engine = engine
         self._exact_components = exact_components
         self._prepared: set[int] = set()

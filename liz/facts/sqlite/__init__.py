@@ -17,7 +17,6 @@ import numpy as np
 from sqlalchemy import TextClause, bindparam, select, text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from liz.db.engine import make_read_sessionmaker, make_sessionmaker
 from liz.facts.domain import Candidate, ChangeLog, ModelPair, Scope
 from liz.facts.queries import FACT, check_models, scope_values
 from liz.facts.search import TIE_MARGIN, deterministic_top
@@ -87,7 +86,7 @@ class SqliteFacts(SessionStorage):
         sessions: async_sessionmaker[AsyncSession] | None = None,
         cache_scopes: int = 64,
     ) -> None:
-        super().__init__(sessions or make_sessionmaker(engine), make_read_sessionmaker(engine))
+        super().__init__(engine, sessions)
         self._cache = ScopeCache(cache_scopes)
 
     async def term_matches(
