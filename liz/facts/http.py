@@ -85,13 +85,10 @@ async def fact_history(request: Request) -> Response:
 
 
 async def delete_fact(request: Request) -> Response:
+    """Retire the fact, then answer it as :func:`get_fact` would (retired now)."""
     store, agent_id, user_id = _scope(request)
-    fact_id = request.path_params["factId"]
-    await store.delete(fact_id, agent_id, user_id, reason="deleted over HTTP")
-    fact = await store.get(fact_id, agent_id, user_id)
-    if fact is None:
-        raise NotFound(f"no fact {fact_id!r} for agent {agent_id!r} and user {user_id!r}")
-    return json_response(Fact.model_validate(fact))
+    await store.delete(request.path_params["factId"], agent_id, user_id, reason="deleted over HTTP")
+    return await get_fact(request)
 
 
 def fact_routes() -> list[BaseRoute]:

@@ -20,7 +20,7 @@ from liz.facts.settings import FactSettings
 from liz.facts.shared_embedding import Seat
 from liz.facts.storage import FactStorage, Nearest
 from liz.facts.vectors import Vector, embed
-from liz.facts.writes import Write, still_valid, touched
+from liz.facts.writes import Write, still_valid
 from liz.llm import LLMClient
 from liz.prompts.templates import PromptTemplates
 
@@ -124,7 +124,8 @@ async def _commit(
 ) -> list[FactEvent]:
     """Write a plan made before the transaction (:class:`PlanConflict` when a fact it
     changes changed meanwhile), then ``also``; what was done, in order."""
-    ids, hashes = touched(changes)
+    ids = [c.fact_id for c in changes if c.fact_id and c.event is not Event.NOOP]
+    hashes = [fact_hash(c.text) for c in changes if c.event in (Event.ADD, Event.UPDATE)]
     _, events = await storage.write(
         Write(context, still_valid(changes), vectors, ids, hashes, also)
     )

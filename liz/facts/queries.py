@@ -15,7 +15,7 @@ from typing import Any, cast
 from sqlalchemy import Table, bindparam, select, union_all
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from liz.facts.domain import Event, Fact, HistoryEntry, ModelPair, Scope
+from liz.facts.domain import EmbeddingMismatchError, Event, Fact, HistoryEntry, ModelPair, Scope
 from liz.facts.tables import FactHistoryRecord, FactRecord
 
 FACTS = cast(Table, FactRecord.__table__)
@@ -76,6 +76,7 @@ def fact_from_row(row: Sequence[Any]) -> Fact:
 
 
 def scope_values(scope: Scope) -> dict[str, Any]:
+    """The values of the ``agent`` and ``user`` parameters that bind a statement to ``scope``."""
     return {"agent": scope[0], "user": scope[1]}
 
 
@@ -106,10 +107,23 @@ async def model_bounds(session: AsyncSession, scope: Scope) -> tuple[ModelPair, 
     return tuple((row[0], int(row[1])) for row in result)
 
 
-async def stored_models(session: AsyncSession, scope: Scope) -> list[ModelPair]:
-    """Every (model, dimension) pair of the scope, for the error when they disagree."""
+async def check_models(
+    session: AsyncSession, scope: Scope, bounds: Sequence[ModelPair], model: str, dimension: int
+) -> None:
+    """:class:`EmbeddingMismatchError` unless every stored fact (as the scope's model
+    ``bounds`` say) was embedded with ``model`` at ``dimension``, as the query was."""
+    if all(pair == (model, dimension) for pair in bounds):
+        return
     result = await session.execute(_DISTINCT_MODELS, scope_values(scope))
-    return [(row[0], int(row[1])) for row in result]
+    others = sorted({(row[0], int(row[1])) for row in result} - {(model, dimension)})
+    found = ", ".join(f"{name} (dimension {dim})" for name, dim in others)
+    agent_id, user_id = scope
+    raise EmbeddingMismatchError(
+        f"facts of agent {agent_id!r} and user {user_id!r} were embedded with {found}, but "
+        f"this query uses {model} (dimension {dimension}); vectors from different models "
+        f"cannot be compared: run `liz facts reindex --agent {agent_id} --user {user_id}` "
+        "to re-embed them with the current LIZ_EMBEDDING_MODEL"
+    )
 
 
 async def list_facts(

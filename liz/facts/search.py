@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from liz.facts.domain import Candidate, EmbeddingMismatchError, Fact, ModelPair, Scope
+from liz.facts.domain import Candidate, Fact
 from liz.facts.normalize import fact_hash
 
 # Each list offers this many times `limit` candidates to the fusion.
@@ -29,26 +29,6 @@ TIE_MARGIN = 8
 def candidates_for(limit: int) -> int:
     """How many candidates each ranking offers the fusion for ``limit`` results."""
     return max(limit * CANDIDATE_FACTOR, MIN_CANDIDATES)
-
-
-def models_agree(bounds: Iterable[ModelPair], model: str, dimension: int) -> bool:
-    """Whether every stored fact (as its scope's model bounds say) was embedded so."""
-    return all(pair == (model, dimension) for pair in bounds)
-
-
-def models_mismatch(
-    scope: Scope, stored: Iterable[ModelPair], model: str, dimension: int
-) -> EmbeddingMismatchError:
-    """The error for a query embedded otherwise than the scope's ``stored`` pairs."""
-    others = sorted(pair for pair in stored if pair != (model, dimension))
-    found = ", ".join(f"{name} (dimension {dim})" for name, dim in others)
-    agent_id, user_id = scope
-    return EmbeddingMismatchError(
-        f"facts of agent {agent_id!r} and user {user_id!r} were embedded with {found}, but "
-        f"this query uses {model} (dimension {dimension}); vectors from different models "
-        f"cannot be compared: run `liz facts reindex --agent {agent_id} --user {user_id}` "
-        "to re-embed them with the current LIZ_EMBEDDING_MODEL"
-    )
 
 
 def deterministic_top(found: Iterable[Candidate], limit: int, exhausted: bool) -> list[Candidate]:

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from sqlalchemy import TableClause, bindparam, insert, update
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from liz.db.engine import make_read_sessionmaker, make_sessionmaker
 from liz.facts.domain import Candidate, Change, ChangeLog, Fact, FactEvent, Scope
 from liz.facts.normalize import keyword_terms
 from liz.facts.queries import FACTS, HISTORIES, HISTORY, facts_by_id
@@ -84,17 +85,32 @@ class FactStorage(Protocol):
         ...
 
 
+def term_hits(
+    rows: Iterable[Sequence[Any]], terms: Sequence[str], cap: int
+) -> tuple[bool, dict[str, dict[str, str]]]:
+    """A keyword statement's rows of (term number, fact id, text), the number -1 when
+    the scope holds an active fact, as :meth:`SessionStorage.term_matches` answers."""
+    active = False
+    found: dict[str, dict[str, str]] = {term: {} for term in terms}
+    for number, fact_id, fact_text in rows:
+        if number < 0:
+            active = True
+        else:
+            found[terms[number]][fact_id] = fact_text
+    return active, {term: hits for term, hits in found.items() if len(hits) <= cap}
+
+
 class SessionStorage(ABC):
-    """:class:`FactStorage` on sessions: writes on ``sessions``, reads on ``reads``
-    (which on SQLite run beside the writer)."""
+    """:class:`FactStorage` on sessions: writes on ``sessions`` (the engine's own when
+    none are given), reads on ``reads`` (which on SQLite run beside the writer)."""
 
     facts_table: TableClause = FACTS
 
     def __init__(
-        self, sessions: async_sessionmaker[AsyncSession], reads: async_sessionmaker[AsyncSession]
+        self, engine: AsyncEngine, sessions: async_sessionmaker[AsyncSession] | None
     ) -> None:
-        self.sessions = sessions
-        self.reads = reads
+        self.sessions = sessions or make_sessionmaker(engine)
+        self.reads = make_read_sessionmaker(engine)
         self._holding: OrderedDict[Scope, None] = OrderedDict()  # scopes seen with facts
 
     def _seen(self, scope: Scope, active: bool) -> None:

@@ -71,9 +71,12 @@ class FactStore:
         self.settings = settings or FactSettings()
         self.templates = templates or llm.templates
         self.dialect = engine.dialect.name
-        self.storage: FactStorage = open_storage(
-            engine, sessions, clock=self.clock, cache_scopes=self.settings.cache_scopes
-        )
+        self.storage: FactStorage
+        if self.dialect == "postgresql":
+            self.storage = PostgresFacts(engine, sessions=sessions, clock=self.clock)
+        else:
+            cache = self.settings.cache_scopes
+            self.storage = SqliteFacts(engine, sessions=sessions, cache_scopes=cache)
         self._writes = ScopeWrites(self.clock)
         self._query_vectors = QueryVectors(llm)  # concurrent searches share requests
         self._ready = False
@@ -371,16 +374,3 @@ def _one(results: list[ItemResult]) -> ItemResult:
             raise NotFound(result.reason)
         raise InputError(result.reason)
     return result
-
-
-def open_storage(
-    engine: AsyncEngine,
-    sessions: async_sessionmaker[AsyncSession],
-    *,
-    clock: Clock,
-    cache_scopes: int,
-) -> FactStorage:
-    """The facts storage for ``engine``'s database."""
-    if engine.dialect.name == "postgresql":
-        return PostgresFacts(engine, sessions=sessions, clock=clock)
-    return SqliteFacts(engine, sessions=sessions, cache_scopes=cache_scopes)

@@ -42,7 +42,7 @@ from liz.facts.domain import (
     WriteContext,
 )
 from liz.facts.normalize import fact_hash
-from liz.facts.queries import FACT
+from liz.facts.queries import FACT, scope_values
 from liz.facts.vectors import Vector, for_storage
 from liz.runtime.retry import retrying
 from liz.types import Clock
@@ -76,7 +76,7 @@ async def read_snapshot(
                 targets[row[0]] = _stored(row)
     by_hash: dict[str, Stored] = {}
     if digests := sorted(set(hashes)):
-        values = {"agent": scope[0], "user": scope[1], "hashes": digests}
+        values = {**scope_values(scope), "hashes": digests}
         for row in await session.execute(_BY_HASH, values):
             by_hash.setdefault(row[4], _stored(row))
     return Snapshot(targets, by_hash)
@@ -131,13 +131,6 @@ def still_valid(changes: Sequence[Change]) -> Plan:
         return changes
 
     return check
-
-
-def touched(changes: Sequence[Change]) -> tuple[list[str], list[str]]:
-    """The ids and text hashes a plan made earlier touches."""
-    ids = [c.fact_id for c in changes if c.fact_id and c.event is not Event.NOOP]
-    hashes = [fact_hash(c.text) for c in changes if c.event in (Event.ADD, Event.UPDATE)]
-    return ids, hashes
 
 
 @dataclass

@@ -7,8 +7,7 @@ and embeddings answers itself. The SDK's typed calls would put the messages befo
 the tools in the body, where providers' prompt caches want what repeats first, and
 cost more CPU a turn (docs/performance.md, "LLM boundary"). Its readers keep to the
 SDK's types: tests/test_openai_wire_contract.py validates every body the scripted model
-sends with them, and ``openai`` has an upper bound in pyproject.toml (checked against
-openai 3.63, the release constraints.txt pins).
+sends with them, and ``openai`` has an upper bound in pyproject.toml.
 
 Every ``openai`` exception met here leaves as a :class:`liz.errors.LLMError`, with the
 provider's ``Retry-After`` on ``retry_after`` when it sent one. An answer that cannot be
@@ -214,16 +213,7 @@ async def stream_deltas(
     if temperature is not None:
         body["temperature"] = temperature
     with llm_call("chat", model, messages=messages, streamed=True, server=server(client)) as record:
-        try:
-            chunks = await client.post(
-                "/chat/completions",
-                body=body,
-                cast_to=ChatCompletion,
-                stream=True,
-                stream_cls=AsyncStream[ChatCompletionChunk],
-            )
-        except openai.OpenAIError as exc:
-            raise translate_openai_error(exc, model=model) from exc
+        chunks = await _open_stream(client, model, body)
         text: list[str] = []
         try:
             async for chunk in chunks:
@@ -318,22 +308,31 @@ async def tool_step(
             answer = await post_chat(client, model, body)
             read_completion(record, answer)
             return ToolStep(answer.text, answer.calls)
+        chunks = await _open_stream(client, model, body)
         try:
-            chunks = await client.post(
-                "/chat/completions",
-                body=body,
-                cast_to=ChatCompletion,
-                stream=True,
-                stream_cls=AsyncStream[ChatCompletionChunk],
-            )
-            try:
-                step = await _streamed(chunks, on_text, record)
-                record.output_text = step.text
-                return step
-            finally:
-                await chunks.close()
+            step = await _streamed(chunks, on_text, record)
         except openai.OpenAIError as exc:
             raise translate_openai_error(exc, model=model) from exc
+        finally:
+            await chunks.close()
+        record.output_text = step.text
+        return step
+
+
+async def _open_stream(
+    client: AsyncOpenAI, model: str, body: dict[str, Any]
+) -> AsyncStream[ChatCompletionChunk]:
+    """Send ``body`` to the chat endpoint as a stream; its chunks, to read and close."""
+    try:
+        return await client.post(
+            "/chat/completions",
+            body=body,
+            cast_to=ChatCompletion,
+            stream=True,
+            stream_cls=AsyncStream[ChatCompletionChunk],
+        )
+    except openai.OpenAIError as exc:
+        raise translate_openai_error(exc, model=model) from exc
 
 
 async def _streamed(

@@ -163,7 +163,9 @@ class LLMClient:
         name = schema_name(schema)
         if self.structured_mode == "json_object":
             instructions = self.templates.render(
-                "llm_json_instructions.j2", schema_name=name, schema=_dump(json_schema)
+                "llm_json_instructions.j2",
+                schema_name=name,
+                schema=json.dumps(json_schema, indent=2),
             )
             system = f"{system}\n\n{instructions}" if system else instructions
             response_format: dict[str, Any] = {"type": "json_object"}
@@ -289,7 +291,3 @@ class LLMClient:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
-
-
-def _dump(schema: dict[str, Any]) -> str:
-    return json.dumps(schema, indent=2)

@@ -60,9 +60,7 @@ class Endpoint:
 
 def endpoint_from_settings(settings: Settings) -> Endpoint | None:
     """The endpoint the settings name, or None when no key and no base URL are set."""
-    openai_key = _secret(settings.openai_api_key)
-    openrouter_key = _secret(settings.openrouter_api_key)
-    base_url = (settings.openai_base_url or "").strip() or None
+    openai_key, openrouter_key, base_url = _given(settings).values()
     if openai_key is None and openrouter_key is None and base_url is None:
         return None
     if settings.liz_llm_timeout <= 0:
@@ -94,15 +92,17 @@ def endpoint_from_settings(settings: Settings) -> Endpoint | None:
 
 def set_llm_variables(settings: Settings) -> list[str]:
     """The names of the variables that point liz at a real LLM and are set."""
-    given = {
+    return [name for name, value in _given(settings).items() if value is not None]
+
+
+def _given(settings: Settings) -> dict[str, str | None]:
+    """Each variable that points liz at an LLM, stripped; None where unset or blank."""
+    return {
         "OPENAI_API_KEY": _secret(settings.openai_api_key),
         "OPENROUTER_API_KEY": _secret(settings.openrouter_api_key),
         "OPENAI_BASE_URL": (settings.openai_base_url or "").strip() or None,
     }
-    return [name for name, value in given.items() if value is not None]
 
 
 def _secret(value: SecretStr | None) -> str | None:
-    if value is None:
-        return None
-    return value.get_secret_value().strip() or None
+    return None if value is None else value.get_secret_value().strip() or None

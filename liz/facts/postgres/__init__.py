@@ -19,13 +19,12 @@ from sqlalchemy import Boolean, TableClause, TextClause, column, insert, table, 
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from liz.db.engine import make_read_sessionmaker, make_sessionmaker
 from liz.errors import UsageError
 from liz.facts.domain import Candidate, ChangeLog, ModelPair, Scope
 from liz.facts.postgres.indexing import BackgroundIndexing
-from liz.facts.queries import HISTORIES, stored_models
-from liz.facts.search import TIE_MARGIN, deterministic_top, models_agree, models_mismatch
-from liz.facts.storage import Nearest, SessionStorage
+from liz.facts.queries import HISTORIES, check_models
+from liz.facts.search import TIE_MARGIN, deterministic_top
+from liz.facts.storage import Nearest, SessionStorage, term_hits
 from liz.facts.tables import FactRecord
 from liz.facts.vectors import Vector, rounded
 from liz.facts.writes import Rows
@@ -85,35 +84,36 @@ ONE_TERM = (
     f'SELECT id, text FROM "Fact" WHERE {_SCOPE} '
     'AND "retiredAt" IS NULL AND "searchVector" @@ to_tsquery(\'simple\', :term{n})'
 )
-_ACTIVE = f'WHERE {_SCOPE} AND "retiredAt" IS NULL AND "embeddingDim" = {{dim}} '
+_ACTIVE_OF_DIM = f'WHERE {_SCOPE} AND "retiredAt" IS NULL AND "embeddingDim" = {{dim}} '
 # Bound as a binary real[] and cast once in a scalar subquery (inline, a generic plan
 # casts it for every row compared).
 _QUERY = "(SELECT CAST(CAST(:query AS real[]) AS vector{size}))"
-# Rows of (id, similarity, hash, part, {columns}); part: false from the graph or the exact
-# scan, true from the facts not yet in the graph, NULL by id. The graph's statement
-# repeats the partial index's expression and predicate, so the planner walks the graph.
+# Rows of (id, similarity, hash, part); part: false from the graph or the exact scan,
+# true from the facts not yet in the graph, NULL by id (with the scope after it). The
+# graph's statement repeats the partial index's expression and predicate, so the
+# planner walks the graph.
 _HNSW = (
     "(SELECT id, 1 - ((embedding::vector({dim})) <=> "
-    f"{_QUERY.format(size='({dim})')}) AS similarity, hash, false AS part{{columns}} "
-    f'FROM "Fact" {_ACTIVE}AND NOT "vectorPending" '
+    f"{_QUERY.format(size='({dim})')}) AS similarity, hash, false AS part "
+    f'FROM "Fact" {_ACTIVE_OF_DIM}AND NOT "vectorPending" '
     f"ORDER BY (embedding::vector({{dim}})) <=> {_QUERY.format(size='({dim})')} LIMIT :limit) "
     f"UNION ALL (SELECT id, 1 - (embedding <=> {_QUERY.format(size='')}) AS similarity, "
-    "hash, true AS part{columns} "
-    f'FROM "Fact" {_ACTIVE}AND "vectorPending" '
+    "hash, true AS part "
+    f'FROM "Fact" {_ACTIVE_OF_DIM}AND "vectorPending" '
     f"ORDER BY embedding <=> {_QUERY.format(size='')} LIMIT :limit)"
 )
 # Not the index's expression: the planner cannot take the (approximate) graph for it.
 _EXACT = (
     f"SELECT id, 1 - (embedding <=> {_QUERY.format(size='')}) AS similarity, "
-    "hash, false AS part{columns} "
-    f'FROM "Fact" {_ACTIVE}'
+    "hash, false AS part "
+    f'FROM "Fact" {_ACTIVE_OF_DIM}'
     f"ORDER BY embedding <=> {_QUERY.format(size='')} LIMIT :limit"
 )
 # By primary key only (the planner would walk the scope index): check the scope on rows.
 _BY_ID = (
     "SELECT id, 1 - ((embedding::vector({dim})) <=> "
-    f"{_QUERY.format(size='({dim})')}) AS similarity, hash, NULL::boolean AS part{{columns}} "
-    'FROM "Fact" '
+    f"{_QUERY.format(size='({dim})')}) AS similarity, hash, NULL::boolean AS part, "
+    '"agentId", "userId" FROM "Fact" '
     'WHERE id = ANY(:ids) AND "embeddingDim" = {dim} AND "embeddingModel" = :model'
 )
 
@@ -122,28 +122,19 @@ _BY_ID = (
 def vector_search(dimension: int, *, graph: bool) -> TextClause:
     """The scope's ``:limit`` facts nearest ``:query`` through the graph (and the
     pending facts), or by comparing every one."""
-    return text((_HNSW if graph else _EXACT).format(dim=dimension, columns=""))
+    return text((_HNSW if graph else _EXACT).format(dim=dimension))
 
 
 @functools.lru_cache(maxsize=64)
 def similarities_by_id(dimension: int) -> TextClause:
     """The similarity to ``:query`` of the facts of ``:model`` whose ids are ``:ids``, with
     their scope."""
-    return text(_BY_ID.format(dim=dimension, columns=', "agentId", "userId"'))
+    return text(_BY_ID.format(dim=dimension))
 
 
 def ef_search(wanted: int) -> int:
     """How many candidates the graph keeps, for ``wanted`` of them."""
     return min(MAX_EF_SEARCH, max(EF_SEARCH, wanted))
-
-
-def hnsw_index_statement(dimension: int) -> str:
-    """The statement creating the HNSW index for embeddings of ``dimension``."""
-    return (
-        f'CREATE INDEX IF NOT EXISTS "Fact_embedding_hnsw_{dimension}" ON "Fact" '
-        f"USING hnsw ((embedding::vector({dimension})) vector_cosine_ops) "
-        f'WHERE "embeddingDim" = {dimension} AND NOT "vectorPending"'
-    )
 
 
 def scope_lock_key(scope: Scope) -> int:
@@ -184,7 +175,7 @@ class PostgresFacts(SessionStorage):
         exact_components: int = EXACT_COMPONENTS,
         clock: Clock | None = None,
     ) -> None:
-        super().__init__(sessions or make_sessionmaker(engine), make_read_sessionmaker(engine))
+        super().__init__(engine, sessions)
         self._engine = engine
         self._exact_components = exact_components
         self._prepared: set[int] = set()
@@ -201,7 +192,13 @@ class PostgresFacts(SessionStorage):
             )
         try:
             async with self._engine.begin() as connection:
-                await connection.execute(text(hnsw_index_statement(dimension)))
+                await connection.execute(
+                    text(
+                        f'CREATE INDEX IF NOT EXISTS "Fact_embedding_hnsw_{dimension}" ON "Fact" '
+                        f"USING hnsw ((embedding::vector({dimension})) vector_cosine_ops) "
+                        f'WHERE "embeddingDim" = {dimension} AND NOT "vectorPending"'
+                    )
+                )
         except DBAPIError as exc:
             # Another process creating the same index at the same moment: it exists now.
             logger.info("HNSW index for dimension %d not created here: %s", dimension, exc)
@@ -241,17 +238,13 @@ class PostgresFacts(SessionStorage):
         short of the scope's size."""
         return max(self._exact_components // dimension, wanted) + 1
 
-    def uses_graph(self, active: int, dimension: int) -> bool:
-        """Whether a scope of ``active`` facts is searched through the HNSW graph first."""
-        return active > self._exact_components // dimension
-
     async def vector_parts(
         self, search: Search, *, active: int, dimension: int, wanted: int
     ) -> tuple[list[Candidate], list[Candidate]]:
         """``search``'s candidates from the graph (or the exact scan) and from the facts
         not yet in the graph: through the graph for a large scope, and by comparing every
         fact when the scope is small or the graph's walk found too few of its facts."""
-        if not self.uses_graph(active, dimension):
+        if active <= self._exact_components // dimension:
             return await search(False)
         graph, pending = await search(True)
         if pending:
@@ -269,8 +262,7 @@ class PostgresFacts(SessionStorage):
         wanted = limit + TIE_MARGIN
         dimension = int(query.size)
         bounds, active = await self._plan(session, scope, wanted, dimension)
-        if not models_agree(bounds, model, dimension):
-            raise models_mismatch(scope, await stored_models(session, scope), model, dimension)
+        await check_models(session, scope, bounds, model, dimension)
         if not active:
             return []
         values = {"query": query.tolist(), "agent": scope[0], "user": scope[1], "limit": wanted}
@@ -314,16 +306,7 @@ class PostgresFacts(SessionStorage):
         values: dict[str, Any] = {"agent": scope[0], "user": scope[1], "most": cap + 1}
         # Quoted for to_tsquery: terms are letters and digits only (liz.facts.normalize).
         values.update((f"term{n}", f"'{term}'") for n, term in enumerate(terms))
-        active = False
-        found: dict[str, dict[str, str]] = {term: {} for term in terms}
-        for number, fact_id, fact_text in await session.execute(
-            _terms_statement(len(terms)), values
-        ):
-            if number < 0:
-                active = True
-            else:
-                found[terms[number]][fact_id] = fact_text
-        return active, {term: hits for term, hits in found.items() if len(hits) <= cap}
+        return term_hits(await session.execute(_terms_statement(len(terms)), values), terms, cap)
 
 
 def split_parts(rows: Iterable[Sequence[Any]]) -> tuple[list[Candidate], list[Candidate]]:

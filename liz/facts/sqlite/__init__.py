@@ -17,13 +17,12 @@ import numpy as np
 from sqlalchemy import TextClause, bindparam, select, text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from liz.db.engine import make_read_sessionmaker, make_sessionmaker
 from liz.facts.domain import Candidate, ChangeLog, ModelPair, Scope
-from liz.facts.queries import FACT, scope_values, stored_models
-from liz.facts.search import TIE_MARGIN, deterministic_top, models_agree, models_mismatch
+from liz.facts.queries import FACT, check_models, scope_values
+from liz.facts.search import TIE_MARGIN, deterministic_top
 from liz.facts.sqlite.cache import ScopeCache, read_history
 from liz.facts.sqlite.vectors import ScopeVectors
-from liz.facts.storage import Nearest, SessionStorage
+from liz.facts.storage import Nearest, SessionStorage, term_hits
 from liz.facts.vectors import Vector, rounded, similarities_to
 from liz.facts.writes import Rows
 
@@ -87,7 +86,7 @@ class SqliteFacts(SessionStorage):
         sessions: async_sessionmaker[AsyncSession] | None = None,
         cache_scopes: int = 64,
     ) -> None:
-        super().__init__(sessions or make_sessionmaker(engine), make_read_sessionmaker(engine))
+        super().__init__(engine, sessions)
         self._cache = ScopeCache(cache_scopes)
 
     async def term_matches(
@@ -96,17 +95,10 @@ class SqliteFacts(SessionStorage):
         self._note_begin(session)
         token = scope_token(scope)  # terms are letters and digits only
         values = {f"term{n}": f'scope : "{token}" AND text : "{t}"' for n, t in enumerate(terms)}
-        active = False
-        found: dict[str, dict[str, str]] = {term: {} for term in terms}
         rows = await session.execute(
             _terms_statement(len(terms), cap), {**scope_values(scope), **values}
         )
-        for number, fact_id, fact_text in rows:
-            if number < 0:
-                active = True
-            else:
-                found[terms[number]][fact_id] = fact_text
-        return active, {term: hits for term, hits in found.items() if len(hits) <= cap}
+        return term_hits(rows, terms, cap)
 
     async def vector_candidates(self, session: AsyncSession, wanted: Nearest) -> list[Candidate]:
         vector = wanted.vector
@@ -138,8 +130,7 @@ class SqliteFacts(SessionStorage):
             return vectors
         history, bounds = await read_history(session, self._cache.history_mark, scope)
         mark = self._cache.take_history(history, session.info.get(_EPOCH))
-        if not models_agree(bounds, model, dimension):
-            raise models_mismatch(scope, await stored_models(session, scope), model, dimension)
+        await check_models(session, scope, bounds, model, dimension)
         cached = self._cache.get(scope)
         if cached is None or cached.bounds != bounds:
             cached = await _load(session, scope, bounds, dimension)

@@ -18,7 +18,7 @@ from sqlalchemy import bindparam, null, select, union_all
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from liz.facts.domain import ChangeLog, ModelPair, Scope
-from liz.facts.queries import HISTORY, MODEL_BOUNDS
+from liz.facts.queries import HISTORY, MODEL_BOUNDS, scope_values
 from liz.facts.sqlite.vectors import ScopeVectors
 
 # (factId, createdAt) of a history row, or None for "no such row".
@@ -62,7 +62,7 @@ async def read_history(
 ) -> tuple[History, tuple[ModelPair, ...]]:
     """:class:`History` on the session's current snapshot (the newest row, and the row at
     ``since`` with every row after it) and the scope's model bounds, in one statement."""
-    values = {"agent": scope[0], "user": scope[1]}
+    values = scope_values(scope)
     if since is None:
         found = (await session.execute(_NEWEST_AND_BOUNDS, values)).all()
     else:

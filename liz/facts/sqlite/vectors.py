@@ -41,7 +41,7 @@ class ScopeVectors:
         self.ids = ids
         self.hashes = hashes
         self.rows = {fact_id: row for row, fact_id in enumerate(ids)}
-        self.bounds = bounds  # see protocol.model_bounds
+        self.bounds = bounds  # see liz.facts.queries.model_bounds
         self._storage = _with_spare(matrix, len(ids))
         # Sign bits only where a search uses them (see nearest).
         self._bits: SignBits | None = None
@@ -129,14 +129,10 @@ class SignBits:
         self._words: Words = np.zeros((packed.shape[1], capacity), dtype=np.uint64)
         self._words[:, :size] = packed.T
 
-    @property
-    def capacity(self) -> int:
-        return int(self._words.shape[1])
-
     def grown(self, capacity: int) -> None:
         """Make room for ``capacity`` rows, keeping the rows there are."""
         words = np.zeros((self._words.shape[0], capacity), dtype=np.uint64)
-        kept = min(capacity, self.capacity)
+        kept = min(capacity, self._words.shape[1])
         words[:, :kept] = self._words[:, :kept]
         self._words = words
 
